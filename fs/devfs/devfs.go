@@ -1,0 +1,129 @@
+// Package devfs is the file system mounted at /dev: a flat directory of
+// names, each bound to a device driver.
+package devfs
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/iovfs/iovfs/vfs"
+	"golang.org/x/sys/unix"
+)
+
+// A Device is a device driver that devfs can expose under a name.
+type Device interface {
+	vfs.Opener
+	// DevInfo returns the file type and permission bits (unix.S_IFCHR or
+	// unix.S_IFBLK with the mode) and the device number.
+	DevInfo() (mode uint32, rdev uint64)
+}
+
+// Sizer is implemented by devices with a size in bytes, such as block
+// devices; Fstat reports it.
+type Sizer interface {
+	Size() int64
+}
+
+// FS is a devfs instance. It is safe for concurrent use.
+type FS struct {
+	root    *dir
+	nextIno atomic.Uint64
+	created time.Time
+}
+
+// New returns an empty devfs.
+func New() *FS {
+	fs := &FS{created: time.Now()}
+	fs.root = &dir{fs: fs, ino: fs.nextIno.Add(1), entries: map[string]*node{}}
+	return fs
+}
+
+// Root implements vfs.FileSystem.
+func (fs *FS) Root() vfs.Node { return fs.root }
+
+// Add binds name to d. A name that is taken gives EEXIST.
+func (fs *FS) Add(name string, d Device) error {
+	fs.root.mu.Lock()
+	defer fs.root.mu.Unlock()
+	if _, ok := fs.root.entries[name]; ok {
+		return syscall.EEXIST
+	}
+	fs.root.entries[name] = &node{fs: fs, dev: d, ino: fs.nextIno.Add(1)}
+	return nil
+}
+
+// Remove unbinds name. A name that is not there gives ENOENT.
+func (fs *FS) Remove(name string) error {
+	fs.root.mu.Lock()
+	defer fs.root.mu.Unlock()
+	if _, ok := fs.root.entries[name]; !ok {
+		return syscall.ENOENT
+	}
+	delete(fs.root.entries, name)
+	return nil
+}
+
+// dir is the devfs root directory.
+type dir struct {
+	fs  *FS
+	ino uint64
+
+	// mu protects entries.
+	mu      sync.RWMutex
+	entries map[string]*node
+}
+
+func (d *dir) Stat() (vfs.Stat, error) {
+	d.mu.RLock()
+	n := len(d.entries)
+	d.mu.RUnlock()
+	t := d.fs.created
+	return vfs.Stat{Ino: d.ino, Mode: unix.S_IFDIR | 0o755, Nlink: 2, Size: int64(n) * 20, Blksize: 4096, Atime: t, Mtime: t, Ctime: t}, nil
+}
+
+func (d *dir) Lookup(name string) (vfs.Node, error) {
+	if name == ".." {
+		return d, nil
+	}
+	d.mu.RLock()
+	n, ok := d.entries[name]
+	d.mu.RUnlock()
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	return n, nil
+}
+
+// Names returns the device names in sorted order.
+func (d *dir) Names() []string {
+	d.mu.RLock()
+	names := make([]string, 0, len(d.entries))
+	for name := range d.entries {
+		names = append(names, name)
+	}
+	d.mu.RUnlock()
+	sort.Strings(names)
+	return names
+}
+
+// node is one device file.
+type node struct {
+	fs  *FS
+	dev Device
+	ino uint64
+}
+
+func (n *node) Stat() (vfs.Stat, error) {
+	mode, rdev := n.dev.DevInfo()
+	t := n.fs.created
+	st := vfs.Stat{Ino: n.ino, Mode: mode, Nlink: 1, Rdev: rdev, Blksize: 4096, Atime: t, Mtime: t, Ctime: t}
+	if s, ok := n.dev.(Sizer); ok {
+		st.Size = s.Size()
+	}
+	return st, nil
+}
+
+func (n *node) Open(flags int) (vfs.Handle, error) { return n.dev.Open(flags) }

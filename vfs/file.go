@@ -1,0 +1,146 @@
+package vfs
+
+// The open-file description (Linux's struct file). Its call paths are
+// chosen once, in newFile, and never again: a read or write tests at most
+// whether an interface field is nil.
+//
+// Lock order: fdTable.mu, then file.posMu. A handle's own locks come after
+// both; the VFS never holds posMu while taking the table lock.
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// fmode bits, after Linux's FMODE_*.
+const (
+	fmRead   = 1 << iota // opened for reading (FMODE_READ)
+	fmWrite              // opened for writing (FMODE_WRITE)
+	fmNoPos              // reads and writes do not use the position
+	fmStream             // cannot seek: pread/pwrite/lseek give ESPIPE
+	fmAppend             // O_APPEND
+	fmNoWait             // honours RWF_NOWAIT
+)
+
+// rwfKnown are the preadv2/pwritev2 flags iovfs accepts (Linux RWF_SUPPORTED
+// less RWF_ATOMIC and RWF_DONTCACHE, which need driver support no iovfs
+// driver offers, and which Linux refuses the same way for such files).
+const rwfKnown = unix.RWF_HIPRI | unix.RWF_DSYNC | unix.RWF_SYNC | unix.RWF_NOWAIT | unix.RWF_APPEND | unix.RWF_NOAPPEND
+
+// file is an open-file description, shared by the descriptors that dup
+// creates.
+type file struct {
+	// Set at open, read-only afterwards.
+	node  Node
+	h     Handle
+	flags int // open(2) flags as given, less O_CREAT/O_EXCL/O_TRUNC
+	mode  int // fm* bits
+	rd    Reader
+	ird   IterReader
+	wr    Writer
+	iwr   IterWriter
+	seek  Seeker
+	app   Appender
+	// rwfRead and rwfWrite are the RWF_* flags the file accepts.
+	rwfRead, rwfWrite int
+	// mnt is the mount the node was opened on; it counts open files for
+	// EBUSY on unmount.
+	mnt *mount
+
+	// refs counts the descriptors that refer to the file.
+	refs atomic.Int32
+
+	// posMu serialises the calls that use and move pos (Linux f_pos_lock).
+	posMu sync.Mutex
+	pos   int64
+}
+
+// newFile builds the open-file description for handle h of node n, and
+// chooses its call paths.
+func newFile(n Node, h Handle, flags int) *file {
+	f := &file{node: n, h: h, flags: flags &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_NOCTTY)}
+	switch flags & unix.O_ACCMODE {
+	case unix.O_RDONLY:
+		f.mode |= fmRead
+	case unix.O_WRONLY:
+		f.mode |= fmWrite
+	case unix.O_RDWR:
+		f.mode |= fmRead | fmWrite
+	}
+	if flags&unix.O_APPEND != 0 {
+		f.mode |= fmAppend
+	}
+	f.rd, _ = h.(Reader)
+	f.ird, _ = h.(IterReader)
+	f.wr, _ = h.(Writer)
+	f.iwr, _ = h.(IterWriter)
+	f.seek, _ = h.(Seeker)
+	f.app, _ = h.(Appender)
+	if _, ok := h.(Positionless); ok {
+		f.mode |= fmNoPos
+	}
+	if _, ok := h.(Stream); ok {
+		f.mode |= fmStream
+	}
+	if _, ok := h.(NoWaiter); ok {
+		f.mode |= fmNoWait
+	}
+	f.rwfRead = rwfFor(f.mode, f.ird != nil)
+	f.rwfWrite = rwfFor(f.mode, f.iwr != nil)
+	f.refs.Store(1)
+	return f
+}
+
+// rwfFor returns the RWF_* flags a file accepts in one direction. Linux
+// checks them in kiocb_set_rw_flags for drivers with .read_iter/.write_iter,
+// and in do_loop_readv_writev, which allows RWF_HIPRI alone, for the rest.
+// RWF_NOWAIT needs FMODE_NOWAIT.
+func rwfFor(mode int, vectored bool) int {
+	if !vectored {
+		return unix.RWF_HIPRI
+	}
+	ok := rwfKnown
+	if mode&fmNoWait == 0 {
+		ok &^= unix.RWF_NOWAIT
+	}
+	return ok
+}
+
+func (f *file) stat() (Stat, error) {
+	st, err := f.node.Stat()
+	if err == nil && st.Dev == 0 && f.mnt != nil {
+		st.Dev = f.mnt.dev
+	}
+	return st, err
+}
+
+// tryRef takes a descriptor reference unless the file was already
+// released by a concurrent close.
+func (f *file) tryRef() bool {
+	for {
+		n := f.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if f.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release drops one descriptor's reference and, on the last one, releases
+// the handle.
+func (f *file) release() error {
+	if f.refs.Add(-1) != 0 {
+		return nil
+	}
+	if f.mnt != nil {
+		f.mnt.openFiles.Add(-1)
+	}
+	if r, ok := f.h.(Releaser); ok {
+		return r.Release()
+	}
+	return nil
+}

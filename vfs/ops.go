@@ -1,0 +1,144 @@
+package vfs
+
+// This file is the whole contract between the VFS and the drivers below it:
+// device drivers, file systems and block devices. Every interface is small
+// and optional; the VFS finds out at open which ones a node or handle
+// implements and stores what it will call (see file.go), so no read or
+// write repeats a type assertion.
+
+import (
+	"github.com/iovfs/iovfs/iov"
+)
+
+// A Node is one object in a file system: a file, directory, symlink or
+// device (an inode). Nodes are compared with ==, so a file system must hand
+// out the same Node value for the same object while it is in use; pointer
+// types do this naturally.
+type Node interface {
+	// Stat reports the node's metadata. Dev is filled in by the VFS when
+	// the file system leaves it zero.
+	Stat() (Stat, error)
+}
+
+// An Opener is a Node that can be opened. flags are the open(2) flags
+// (unix.O_RDONLY, unix.O_WRONLY, unix.O_RDWR and modifiers); the VFS has
+// already checked the access mode against the node's type. Open returns
+// the handle that later calls go to. A handle that needs no state may be
+// the node itself.
+type Opener interface {
+	Open(flags int) (Handle, error)
+}
+
+// A Handle is one open instance of a node, as returned by Opener.Open. It
+// implements whichever of Reader, IterReader, Writer, IterWriter, Seeker,
+// Releaser, Syncer and Ioctler fit the driver. A handle with neither read
+// method gives EINVAL on read, as Linux does for a file without
+// .read/.read_iter; the same holds for writes.
+//
+// All methods of a handle may be called concurrently, from several
+// goroutines and through several file descriptors.
+type Handle any
+
+// Reader is the scalar read, Linux's .read.
+//
+// Read reads up to len(p) bytes starting at offset off into p and returns
+// the number of bytes read, 0 <= n <= len(p). A short count is not an
+// error: it means end of file was reached, or the driver had no more bytes
+// ready. At end of file Read returns 0, nil (not io.EOF). Read returns a
+// non-nil error only when it transferred nothing; the error is a
+// syscall.Errno or wraps one. If a driver breaks this rule, the VFS drops
+// the error and keeps the count, because a partial transfer is a success.
+//
+// off is the file position (read) or the caller's offset (pread). Drivers
+// without a position, such as /dev/zero, ignore it. Read must not retain p.
+type Reader interface {
+	Read(p []byte, off int64) (n int, err error)
+}
+
+// IterReader is the vectored read, Linux's .read_iter.
+//
+// ReadIter fills dst with up to dst.Len() bytes from offset off, in
+// segment order, and returns the number of bytes moved. dst is the
+// driver's own copy: it may consume it freely. The rules for short counts,
+// end of file and errors are those of Reader. ReadIter must not retain
+// dst or any of its buffers.
+//
+// dst is never empty: the VFS answers zero-byte vectored calls itself. A
+// vector with one non-empty segment goes to Read when the driver has one.
+type IterReader interface {
+	ReadIter(dst iov.Iter, off int64) (n int, err error)
+}
+
+// Writer is the scalar write, Linux's .write.
+//
+// Write writes up to len(p) bytes from p at offset off and returns the
+// number written, 0 <= n <= len(p). A short count is not an error (a full
+// device, a size limit). Write returns a non-nil error only when it wrote
+// nothing. Write must not retain p.
+type Writer interface {
+	Write(p []byte, off int64) (n int, err error)
+}
+
+// IterWriter is the vectored write, Linux's .write_iter. It takes bytes
+// from src in segment order; otherwise its contract is Writer's.
+type IterWriter interface {
+	WriteIter(src iov.Iter, off int64) (n int, err error)
+}
+
+// Seeker lets a driver decide lseek, Linux's .llseek. Llseek gets the
+// current file position as pos and returns the new one, which the VFS
+// stores. Without a
+// Seeker the VFS applies generic_file_llseek: SEEK_SET, SEEK_CUR, and
+// SEEK_END against Stat's Size, with EINVAL for a negative result.
+type Seeker interface {
+	Llseek(pos, off int64, whence int) (int64, error)
+}
+
+// Positionless marks a handle whose reads and writes neither use nor move
+// the file position, like /dev/null, /dev/zero and /dev/full in Linux's
+// drivers/char/mem.c. The VFS then takes no position lock on read and
+// write, and lseek returns 0 unless the handle is also a Seeker.
+type Positionless interface {
+	Positionless()
+}
+
+// Stream marks a handle that cannot seek, like a pipe: pread, pwrite and
+// lseek give ESPIPE (Linux FMODE_STREAM).
+type Stream interface {
+	Stream()
+}
+
+// NoWaiter marks a handle whose vectored read and write honour RWF_NOWAIT
+// (Linux FMODE_NOWAIT). Without it, preadv2 and pwritev2 with RWF_NOWAIT
+// give EOPNOTSUPP, as Linux's kiocb_set_rw_flags does.
+type NoWaiter interface {
+	NoWait()
+}
+
+// Releaser is called once, when the last file descriptor that refers to
+// the open file is closed (Linux's .release). Calls that began before the
+// close may still be running.
+type Releaser interface {
+	Release() error
+}
+
+// Syncer flushes written data to stable storage (fsync, RWF_SYNC).
+type Syncer interface {
+	Sync() error
+}
+
+// Ioctler handles ioctl(2). req is the Linux request number; arg is the
+// request's argument as a Go value (x/sys/unix's own types where they
+// exist). Unknown requests give ENOTTY.
+type Ioctler interface {
+	Ioctl(req uint, arg any) (int, error)
+}
+
+// Appender is implemented by handles of files that have an end, such as
+// regular files. Append writes the bytes of src at the end of the file,
+// atomically with respect to other writes, and returns the offset where
+// they landed and the count. The VFS calls it for O_APPEND files and
+// RWF_APPEND; without it, those write at the given offset.
+type Appender interface {
+	Append(src iov.Iter) (off int64, n int, err error)
+}

@@ -1,0 +1,219 @@
+package vfs
+
+// The read family: read, pread, readv, preadv, preadv2 (Linux
+// fs/read_write.c). Each call checks what every call shares (the
+// descriptor, the access mode, the vector) and then reaches the driver
+// through the methods newFile stored at open:
+//
+//   - one buffer, or a vector with one non-empty segment, goes to the scalar
+//     Read when the driver has one, and otherwise to ReadIter with a
+//     single-buffer iov.Iter, which is a value and does not allocate;
+//   - a vector with several segments goes to ReadIter, or, for a scalar-only
+//     driver, to the compat loop (Linux do_loop_readv_writev).
+
+import (
+	"math"
+
+	"github.com/iovfs/iovfs/iov"
+)
+
+// Read reads up to len(p) bytes from fd at the file position into p, and
+// advances the position by the count, as read(2) does. It returns 0, nil
+// at end of file. A short count is not an error.
+func (p *Proc) Read(fd int, b []byte) (int, error) {
+	f := p.files.get(fd)
+	if f == nil || f.mode&fmRead == 0 {
+		return 0, errEBADF
+	}
+	if f.mode&fmNoPos != 0 {
+		return f.readBuf(b, 0)
+	}
+	f.posMu.Lock()
+	n, err := f.readBuf(b, f.pos)
+	f.pos += int64(n)
+	f.posMu.Unlock()
+	return n, err
+}
+
+// Pread reads up to len(p) bytes from fd at offset off, as pread(2) does.
+// The file position is neither used nor changed. A negative off gives
+// EINVAL; a file that cannot seek gives ESPIPE.
+func (p *Proc) Pread(fd int, b []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errEINVAL
+	}
+	f := p.files.get(fd)
+	if f == nil {
+		return 0, errEBADF
+	}
+	if f.mode&fmStream != 0 {
+		return 0, errESPIPE
+	}
+	if f.mode&fmRead == 0 {
+		return 0, errEBADF
+	}
+	if err := verifyArea(off, len(b)); err != nil {
+		return 0, err
+	}
+	return f.readBuf(b, off)
+}
+
+// Readv reads into the buffers of iovs in order, at the file position, as
+// readv(2) does. More than 1024 buffers give EINVAL; empty buffers are
+// skipped; the total is clamped to 0x7ffff000 bytes. With no non-empty
+// buffer it returns 0 without calling the driver.
+func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
+	f := p.files.get(fd)
+	if f == nil || f.mode&fmRead == 0 {
+		return 0, errEBADF
+	}
+	if len(iovs) == 1 { // the common case, without building an iterator
+		if len(iovs[0]) == 0 {
+			return f.readvPos(iovs, 0)
+		}
+		if f.mode&fmNoPos != 0 {
+			return f.readBuf(iovs[0], 0)
+		}
+		f.posMu.Lock()
+		n, err := f.readBuf(iovs[0], f.pos)
+		f.pos += int64(n)
+		f.posMu.Unlock()
+		return n, err
+	}
+	return f.readvPos(iovs, 0)
+}
+
+// Preadv is Readv at offset off, leaving the file position alone, as
+// preadv(2) does. A negative off gives EINVAL; a file that cannot seek
+// gives ESPIPE.
+func (p *Proc) Preadv(fd int, iovs [][]byte, off int64) (int, error) {
+	return p.Preadv2(fd, iovs, off, 0)
+}
+
+// Preadv2 is Preadv with RWF_* flags, as preadv2(2). An off of -1 means the
+// file position, which is then used and advanced as Readv does. The flags
+// RWF_HIPRI, RWF_DSYNC, RWF_SYNC, RWF_NOWAIT, RWF_APPEND and RWF_NOAPPEND
+// are accepted where Linux accepts them for the driver's methods; any other
+// bit gives EOPNOTSUPP. iovfs drivers never block, so RWF_NOWAIT changes
+// nothing else.
+func (p *Proc) Preadv2(fd int, iovs [][]byte, off int64, flags int) (int, error) {
+	if off == -1 {
+		f := p.files.get(fd)
+		if f == nil || f.mode&fmRead == 0 {
+			return 0, errEBADF
+		}
+		return f.readvPos(iovs, flags)
+	}
+	if off < 0 {
+		return 0, errEINVAL
+	}
+	f := p.files.get(fd)
+	if f == nil {
+		return 0, errEBADF
+	}
+	if f.mode&fmStream != 0 {
+		return 0, errESPIPE
+	}
+	if f.mode&fmRead == 0 {
+		return 0, errEBADF
+	}
+	if f.rd == nil && f.ird == nil {
+		return 0, errEINVAL
+	}
+	it, segs, err := iov.Import(iovs)
+	if err != nil || segs == 0 {
+		return 0, err
+	}
+	if err := verifyArea(off, it.Len()); err != nil {
+		return 0, err
+	}
+	if flags&^f.rwfRead != 0 {
+		return 0, errEOPNOTSUP
+	}
+	return f.readIter(it, segs, off)
+}
+
+// readvPos is readv at the file position, with RWF flags.
+func (f *file) readvPos(iovs [][]byte, flags int) (int, error) {
+	if f.rd == nil && f.ird == nil {
+		return 0, errEINVAL
+	}
+	it, segs, err := iov.Import(iovs)
+	if err != nil || segs == 0 {
+		return 0, err
+	}
+	if flags&^f.rwfRead != 0 {
+		return 0, errEOPNOTSUP
+	}
+	if f.mode&fmNoPos != 0 {
+		return f.readIter(it, segs, 0)
+	}
+	f.posMu.Lock()
+	n, err := f.readIter(it, segs, f.pos)
+	f.pos += int64(n)
+	f.posMu.Unlock()
+	return n, err
+}
+
+// readBuf reads into one buffer at off.
+func (f *file) readBuf(b []byte, off int64) (n int, err error) {
+	if len(b) > iov.MaxCount {
+		b = b[:iov.MaxCount]
+	}
+	switch {
+	case f.rd != nil:
+		n, err = f.rd.Read(b, off)
+	case f.ird != nil:
+		n, err = f.ird.ReadIter(iov.Buf(b), off)
+	default:
+		return 0, errEINVAL
+	}
+	return fixCount(n, err)
+}
+
+// readIter reads into a vector with segs non-empty segments at off.
+func (f *file) readIter(it iov.Iter, segs int, off int64) (n int, err error) {
+	switch {
+	case segs == 1 && f.rd != nil:
+		n, err = f.rd.Read(it.Segment(), off)
+	case f.ird != nil:
+		n, err = f.ird.ReadIter(it, off)
+	default:
+		return loopRead(f.rd, it, off)
+	}
+	return fixCount(n, err)
+}
+
+// loopRead is Linux's do_loop_readv_writev for reads: one call per
+// non-empty segment, in order, stopping at the first short transfer. An
+// error counts only when nothing was read.
+func loopRead(r Reader, it iov.Iter, off int64) (int, error) {
+	done := 0
+	for it.Len() > 0 {
+		seg := it.Segment()
+		n, err := r.Read(seg, off+int64(done))
+		if n > 0 {
+			done += n
+			it.Advance(n)
+		}
+		if err != nil {
+			if done > 0 {
+				return done, nil
+			}
+			return 0, err
+		}
+		if n < len(seg) {
+			break
+		}
+	}
+	return done, nil
+}
+
+// verifyArea applies Linux's rw_verify_area to a transfer of count bytes at
+// off: the range must not pass the largest offset.
+func verifyArea(off int64, count int) error {
+	if off < 0 || off > math.MaxInt64-int64(count) {
+		return errEINVAL
+	}
+	return nil
+}

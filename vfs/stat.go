@@ -1,0 +1,44 @@
+package vfs
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Stat is the metadata of a file, with the fields and meanings of Linux's
+// struct stat. Mode holds the file type bits (unix.S_IFREG, S_IFDIR,
+// S_IFCHR, S_IFBLK, S_IFLNK...) and the permission bits.
+type Stat struct {
+	Dev     uint64 // device of the file system that holds the file
+	Ino     uint64
+	Mode    uint32
+	Nlink   uint64
+	Uid     uint32
+	Gid     uint32
+	Rdev    uint64 // device number, for device files
+	Size    int64
+	Blksize int64
+	Blocks  int64 // 512-byte units allocated
+	Atime   time.Time
+	Mtime   time.Time
+	Ctime   time.Time
+}
+
+// IsDir reports whether the stat describes a directory.
+func (s *Stat) IsDir() bool { return s.Mode&unix.S_IFMT == unix.S_IFDIR }
+
+// IsRegular reports whether the stat describes a regular file.
+func (s *Stat) IsRegular() bool { return s.Mode&unix.S_IFMT == unix.S_IFREG }
+
+// Mkdev returns the device number of major and minor, as Linux's makedev.
+func Mkdev(major, minor uint32) uint64 { return unix.Mkdev(major, minor) }
+
+// Fstat returns the metadata of the file open as fd.
+func (p *Proc) Fstat(fd int) (Stat, error) {
+	f := p.files.get(fd)
+	if f == nil {
+		return Stat{}, errEBADF
+	}
+	return f.stat()
+}

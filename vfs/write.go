@@ -1,0 +1,244 @@
+package vfs
+
+// The write family: write, pwrite, writev, pwritev, pwritev2 (Linux
+// fs/read_write.c), dispatched as the read family is (see read.go).
+//
+// Appending (O_APPEND, RWF_APPEND) goes to the handle's Appender, which
+// places the bytes at the end of the file atomically. As in Linux, pwrite
+// on an O_APPEND file appends too, whatever its offset; pwritev2 with
+// RWF_NOAPPEND does not.
+
+import (
+	"github.com/iovfs/iovfs/iov"
+	"golang.org/x/sys/unix"
+)
+
+// Write writes len(p) bytes from p to fd at the file position, and advances
+// the position by the count, as write(2) does. It may write fewer bytes
+// (a full device or file system); that is not an error. It returns an
+// error only if it wrote nothing.
+func (p *Proc) Write(fd int, b []byte) (int, error) {
+	f := p.files.get(fd)
+	if f == nil || f.mode&fmWrite == 0 {
+		return 0, errEBADF
+	}
+	if f.mode&fmNoPos != 0 {
+		return f.writeBuf(b, 0)
+	}
+	if f.mode&fmAppend != 0 && f.app != nil {
+		return f.appendPos(iov.Buf(b))
+	}
+	f.posMu.Lock()
+	n, err := f.writeBuf(b, f.pos)
+	f.pos += int64(n)
+	f.posMu.Unlock()
+	return n, err
+}
+
+// Pwrite writes len(p) bytes from p to fd at offset off, as pwrite(2) does,
+// leaving the file position alone. A negative off gives EINVAL; a file that
+// cannot seek gives ESPIPE.
+func (p *Proc) Pwrite(fd int, b []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errEINVAL
+	}
+	f := p.files.get(fd)
+	if f == nil {
+		return 0, errEBADF
+	}
+	if f.mode&fmStream != 0 {
+		return 0, errESPIPE
+	}
+	if f.mode&fmWrite == 0 {
+		return 0, errEBADF
+	}
+	if err := verifyArea(off, len(b)); err != nil {
+		return 0, err
+	}
+	if f.mode&fmAppend != 0 && f.app != nil {
+		_, n, err := f.app.Append(iov.Buf(b))
+		return fixCount(n, err)
+	}
+	return f.writeBuf(b, off)
+}
+
+// Writev writes the buffers of iovs in order at the file position, as
+// writev(2) does. The vector rules are Readv's.
+func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
+	f := p.files.get(fd)
+	if f == nil || f.mode&fmWrite == 0 {
+		return 0, errEBADF
+	}
+	if len(iovs) == 1 && len(iovs[0]) != 0 && f.mode&fmAppend == 0 {
+		if f.mode&fmNoPos != 0 {
+			return f.writeBuf(iovs[0], 0)
+		}
+		f.posMu.Lock()
+		n, err := f.writeBuf(iovs[0], f.pos)
+		f.pos += int64(n)
+		f.posMu.Unlock()
+		return n, err
+	}
+	return f.writevPos(iovs, 0)
+}
+
+// Pwritev is Writev at offset off, leaving the file position alone, as
+// pwritev(2) does.
+func (p *Proc) Pwritev(fd int, iovs [][]byte, off int64) (int, error) {
+	return p.Pwritev2(fd, iovs, off, 0)
+}
+
+// Pwritev2 is Pwritev with RWF_* flags, as pwritev2(2). An off of -1 means
+// the file position. RWF_APPEND appends whatever the offset; RWF_NOAPPEND
+// writes at the offset even on an O_APPEND file. The accepted flags are
+// Preadv2's.
+func (p *Proc) Pwritev2(fd int, iovs [][]byte, off int64, flags int) (int, error) {
+	if off == -1 {
+		f := p.files.get(fd)
+		if f == nil || f.mode&fmWrite == 0 {
+			return 0, errEBADF
+		}
+		return f.writevPos(iovs, flags)
+	}
+	if off < 0 {
+		return 0, errEINVAL
+	}
+	f := p.files.get(fd)
+	if f == nil {
+		return 0, errEBADF
+	}
+	if f.mode&fmStream != 0 {
+		return 0, errESPIPE
+	}
+	if f.mode&fmWrite == 0 {
+		return 0, errEBADF
+	}
+	if f.wr == nil && f.iwr == nil {
+		return 0, errEINVAL
+	}
+	it, segs, err := iov.Import(iovs)
+	if err != nil || segs == 0 {
+		return 0, err
+	}
+	if err := verifyArea(off, it.Len()); err != nil {
+		return 0, err
+	}
+	if flags&^f.rwfWrite != 0 {
+		return 0, errEOPNOTSUP
+	}
+	if f.appends(flags) {
+		_, n, err := f.app.Append(it)
+		return fixCount(n, err)
+	}
+	return f.writeIter(it, segs, off)
+}
+
+// appends reports whether a write with RWF flags goes to the end of file.
+func (f *file) appends(flags int) bool {
+	if f.app == nil || flags&unix.RWF_NOAPPEND != 0 {
+		return false
+	}
+	return f.mode&fmAppend != 0 || flags&unix.RWF_APPEND != 0
+}
+
+// writevPos is writev at the file position, with RWF flags.
+func (f *file) writevPos(iovs [][]byte, flags int) (int, error) {
+	if f.wr == nil && f.iwr == nil {
+		return 0, errEINVAL
+	}
+	it, segs, err := iov.Import(iovs)
+	if err != nil || segs == 0 {
+		return 0, err
+	}
+	if flags&^f.rwfWrite != 0 {
+		return 0, errEOPNOTSUP
+	}
+	if f.mode&fmNoPos != 0 {
+		return f.writeIter(it, segs, 0)
+	}
+	if f.appends(flags) {
+		return f.appendPos(it)
+	}
+	f.posMu.Lock()
+	n, err := f.writeIter(it, segs, f.pos)
+	f.pos += int64(n)
+	f.posMu.Unlock()
+	return n, err
+}
+
+// appendPos appends src and moves the file position to the end of the
+// bytes written, as Linux does for O_APPEND writes.
+func (f *file) appendPos(src iov.Iter) (int, error) {
+	f.posMu.Lock()
+	off, n, err := f.app.Append(src)
+	if n > 0 {
+		f.pos = off + int64(n)
+	}
+	f.posMu.Unlock()
+	return fixCount(n, err)
+}
+
+// writeBuf writes one buffer at off.
+func (f *file) writeBuf(b []byte, off int64) (n int, err error) {
+	if len(b) > iov.MaxCount {
+		b = b[:iov.MaxCount]
+	}
+	switch {
+	case f.wr != nil:
+		n, err = f.wr.Write(b, off)
+	case f.iwr != nil:
+		n, err = f.iwr.WriteIter(iov.Buf(b), off)
+	default:
+		return 0, errEINVAL
+	}
+	return fixCount(n, err)
+}
+
+// writeIter writes a vector with segs non-empty segments at off.
+func (f *file) writeIter(it iov.Iter, segs int, off int64) (n int, err error) {
+	switch {
+	case segs == 1 && f.wr != nil:
+		n, err = f.wr.Write(it.Segment(), off)
+	case f.iwr != nil:
+		n, err = f.iwr.WriteIter(it, off)
+	default:
+		return loopWrite(f.wr, it, off)
+	}
+	return fixCount(n, err)
+}
+
+// loopWrite is Linux's do_loop_readv_writev for writes: one call per
+// non-empty segment, stopping at the first short transfer. An error counts
+// only when nothing was written.
+func loopWrite(w Writer, it iov.Iter, off int64) (int, error) {
+	done := 0
+	for it.Len() > 0 {
+		seg := it.Segment()
+		n, err := w.Write(seg, off+int64(done))
+		if n > 0 {
+			done += n
+			it.Advance(n)
+		}
+		if err != nil {
+			if done > 0 {
+				return done, nil
+			}
+			return 0, err
+		}
+		if n < len(seg) {
+			break
+		}
+	}
+	return done, nil
+}
+
+// fixCount enforces the rule that a transfer that moved bytes succeeded.
+func fixCount(n int, err error) (int, error) {
+	if n > 0 {
+		return n, nil
+	}
+	if n < 0 {
+		n = 0
+	}
+	return n, err
+}
