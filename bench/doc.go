@@ -1,0 +1,90 @@
+// Package bench is a same-run A/B harness and the experiments that
+// "iovfs bench" runs.
+//
+// # The harness
+//
+// An [Experiment] is a set of named [Variant]s of one operation, one of
+// which is the baseline. [Run] sets every variant up, then runs one warm-up
+// round, which is discarded, and Params.Loops measured rounds. In a round
+// every variant does Params.Ops operations in turn; the order rotates by
+// one variant each round, so drift on the machine hits every variant alike
+// and no variant always runs first or last. Before each variant's turn the
+// harness forces garbage collection until the heap stops shrinking, then
+// reads runtime.MemStats, times the variant's whole batch with the
+// monotonic clock, and reads runtime.MemStats again: the difference in
+// Mallocs is the variant's allocations (the harness starts no goroutines,
+// so nothing else allocates meanwhile). Variants reuse their buffers.
+//
+// [Options].LockOSThread wires the measuring goroutine to one OS thread.
+// "iovfs bench" leaves it off: measured on a 2-vCPU VM, ten runs each of
+// "bench zero" with and without it, it made no difference to the spread of
+// rounds (see the --lock-os-thread flag's help).
+//
+// # Statistics
+//
+// With ten rounds, the estimates are medians and the intervals are
+// percentile bootstraps ([BootstrapMedianCI], 10000 resamples), which
+// assume no distribution. A variant's ns/op is the median over rounds of
+// round time / Ops, with a 95% interval for that median. The ratio of a
+// variant A to the baseline B is paired by round: r_i = A_i / B_i for each
+// round i, the estimate is the median of the r_i, and its 95% interval is a
+// bootstrap that resamples whole rounds ([PairedRatio]). Pairing is sound
+// because A_i and B_i ran back to back in the same round, and it cancels
+// drift common to a round. A difference is called beyond noise when the
+// ratio's interval excludes 1.0. The RNG has a fixed seed, so the same
+// rounds always give the same intervals.
+//
+// # Output
+//
+// The text output prints one line per variant per round in the seed
+// program's format, with the nanoseconds zero-padded ("read  1:spending
+// 0.002130415s"), then a summary table, one verdict line per variant and
+// the seed's published figures. [WriteBenchstat] writes Go benchmark lines
+// (one per variant per round) for benchstat. [WritePlot] draws per-round
+// ns/op as SVG or PNG.
+//
+// [WriteJSON] writes this document ([File]); times per operation are in
+// nanoseconds and round times in seconds:
+//
+//	{
+//	  "schema": "iovfs-bench/1",
+//	  "machine": {"cpu": "AMD EPYC", "cores": 2, "gomaxprocs": 2,
+//	              "go": "go1.26.8", "goos": "linux", "goarch": "amd64",
+//	              "kernel": "Linux 6.1.0"},
+//	  "experiments": [{
+//	    "name": "zero",           // experiment
+//	    "baseline": "read",       // the variant ratios divide by
+//	    "loops": 10,              // measured rounds (warm-up excluded)
+//	    "ops_per_round": 100000,  // operations per variant per round
+//	    "size": 1,                // bytes per operation
+//	    "extra": {"pattern": "seq"},  // experiment-specific flags; omitted if none
+//	    "lock_os_thread": false,
+//	    "variants": [{
+//	      "name": "read",
+//	      "ns_per_op": 21.3,      // median over rounds
+//	      "ci95_low": 21.1, "ci95_high": 21.5,  // bootstrap CI of the median
+//	      "min_ns_per_op": 21.0, "max_ns_per_op": 22.4,
+//	      "allocs_per_op": 0,     // heap allocations per operation, all rounds
+//	      "bytes_per_op": 0,
+//	      "warmup_seconds": 0.0025,
+//	      "round_seconds": [0.00213, ...]  // one per measured round, in order
+//	    }, ...],
+//	    "ratios": [{              // one per variant other than the baseline
+//	      "a": "iter-wrap", "b": "read",
+//	      "median": 1.13,         // median of per-round a/b
+//	      "ci95_low": 1.12, "ci95_high": 1.14,
+//	      "beyond_noise": true    // the CI excludes 1.0
+//	    }, ...],
+//	    "skipped": [{"variant": "host", "reason": "..."}],  // may be empty
+//	    "reference": [{"label": "...", "variant": "iter-wrap", "ns_per_op": 282}]
+//	  }]
+//	}
+//
+// Every list is present, possibly empty. "experiments" holds one entry per
+// experiment run, in run order.
+//
+// # Adding an experiment
+//
+// Define an *Experiment and add it to the list in registry.go; the command
+// picks up its name, flags, variants and help from there.
+package bench

@@ -1,0 +1,178 @@
+package bench
+
+// The human-readable report: a header before the rounds, then a summary
+// table, a verdict line per variant and the reference figures.
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// Header returns the lines that open an experiment's text output: what a
+// round does, how rounds are run and the machine.
+func Header(e *Experiment, p Params, o Options) string {
+	p, _, err := e.resolve(p)
+	if err != nil {
+		return e.Name + ": " + err.Error() + "\n"
+	}
+	var b strings.Builder
+	what := fmt.Sprintf("%d %s of %d B", p.Ops, e.Unit, p.Size)
+	if e.Describe != nil {
+		what = e.Describe(p)
+	}
+	fmt.Fprintf(&b, "== %s: %s\n", e.Name, e.Summary)
+	fmt.Fprintf(&b, "each round: every variant does %s; %d rounds, variants in an order that rotates each round, after 1 warm-up round that is discarded\n", what, p.Loops)
+	lock := "off"
+	if o.LockOSThread {
+		lock = "on"
+	}
+	fmt.Fprintf(&b, "machine: %s; LockOSThread %s\n", ThisMachine(), lock)
+	return b.String()
+}
+
+// WriteSummary writes the summary table, the verdicts and the reference
+// figures for res.
+func WriteSummary(w io.Writer, res *Result) error {
+	var b strings.Builder
+	e := res.Experiment
+	for _, s := range res.Skipped {
+		fmt.Fprintf(&b, "%s: %s\n", s.Variant, s.Reason)
+	}
+	if len(res.Variants) == 0 {
+		b.WriteString("no variant ran\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	base := e.Baseline
+	fmt.Fprintf(&b, "\nsummary of %d rounds (ns/op: median over rounds; 95%% CIs: bootstrap over rounds; ratio: median of per-round ratios to %s):\n", res.Params.Loops, base)
+	rows := [][]string{{"variant", "ns/op", "95% CI", "min", "max", "allocs/op", "ratio to " + base, "95% CI of ratio"}}
+	for _, v := range res.Variants {
+		row := []string{v.Name, fmtNs(v.NsPerOp), fmtNs(v.CI.Low) + " .. " + fmtNs(v.CI.High), fmtNs(v.Min), fmtNs(v.Max), fmtCount(v.AllocsPerOp)}
+		if v.Name == base {
+			row = append(row, "1 (baseline)", "")
+		} else if r, ok := res.Ratio(v.Name); ok {
+			row = append(row, fmt.Sprintf("%.3f", r.Median), fmt.Sprintf("%.3f .. %.3f", r.CI.Low, r.CI.High))
+		} else {
+			row = append(row, "-", "")
+		}
+		rows = append(rows, row)
+	}
+	writeTable(&b, rows, []bool{false, true, true, true, true, true, true, true})
+
+	if len(res.Ratios) == 0 {
+		fmt.Fprintf(&b, "\nno ratios: the baseline %s did not run\n", base)
+	} else {
+		b.WriteString("\nverdict:\n")
+		for _, r := range res.Ratios {
+			fmt.Fprintf(&b, "  %s\n", Verdict(r))
+		}
+	}
+	writeReference(&b, res)
+	if e.Report != nil {
+		e.Report(&b, res)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Verdict says in plain words how r.A compares with r.B and whether the
+// difference is beyond noise.
+func Verdict(r Ratio) string {
+	var how string
+	switch {
+	case r.Median >= 1:
+		how = fmt.Sprintf("%s is %s slower than %s (takes %.3fx as long)", r.A, pct(r.Median-1), r.B, r.Median)
+	default:
+		how = fmt.Sprintf("%s is %s faster than %s (takes %.3fx as long)", r.A, pct(1-r.Median), r.B, r.Median)
+	}
+	ci := fmt.Sprintf("%.3f to %.3f", r.CI.Low, r.CI.High)
+	if r.BeyondNoise() {
+		return how + ": beyond noise, the 95% CI of the ratio, " + ci + ", excludes 1.0"
+	}
+	return how + ": within noise, the 95% CI of the ratio, " + ci + ", includes 1.0"
+}
+
+func pct(f float64) string {
+	p := 100 * f
+	if p >= 100 {
+		return fmt.Sprintf("%.0f%%", p)
+	}
+	return fmt.Sprintf("%.1f%%", p)
+}
+
+func writeReference(b *strings.Builder, res *Result) {
+	e := res.Experiment
+	if len(e.Reference) == 0 {
+		return
+	}
+	b.WriteString("\nfor reference, ")
+	b.WriteString(e.ReferenceNote)
+	b.WriteString("\n")
+	rows := [][]string{}
+	var baseRef *Reference
+	for i, ref := range e.Reference {
+		if ref.Variant == e.Baseline {
+			baseRef = &e.Reference[i]
+		}
+		ours := "-"
+		if v := res.Variant(ref.Variant); v != nil {
+			ours = fmtNs(v.NsPerOp) + " ns/op"
+		}
+		rows = append(rows, []string{"  " + ref.Label, fmtNs(ref.NsPerOp) + " ns/op", "ours, " + ref.Variant + ":", ours})
+	}
+	writeTable(b, rows, []bool{false, true, false, true})
+	if baseRef == nil {
+		return
+	}
+	for _, ref := range e.Reference {
+		if ref.Variant == e.Baseline {
+			continue
+		}
+		ours := "did not run"
+		if r, ok := res.Ratio(ref.Variant); ok {
+			ours = fmt.Sprintf("%.3f", r.Median)
+		}
+		fmt.Fprintf(b, "  ratio %s/%s: seed %.3f (%s/%s), ours %s\n", ref.Variant, e.Baseline, ref.NsPerOp/baseRef.NsPerOp, fmtNs(ref.NsPerOp), fmtNs(baseRef.NsPerOp), ours)
+	}
+}
+
+// writeTable writes rows as columns two spaces apart; right[i] aligns
+// column i to the right.
+func writeTable(b *strings.Builder, rows [][]string, right []bool) {
+	var widths []int
+	for _, row := range rows {
+		for i, c := range row {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], len(c))
+		}
+	}
+	for _, row := range rows {
+		var line strings.Builder
+		for i, c := range row {
+			if i > 0 {
+				line.WriteString("  ")
+			}
+			pad := strings.Repeat(" ", widths[i]-len(c))
+			if i < len(right) && right[i] {
+				line.WriteString(pad + c)
+			} else {
+				line.WriteString(c + pad)
+			}
+		}
+		b.WriteString(strings.TrimRight(line.String(), " "))
+		b.WriteString("\n")
+	}
+}
+
+// fmtCount formats a per-operation count: exact when whole, else with
+// enough digits to show that it is not zero.
+func fmtCount(x float64) string {
+	if x == math.Trunc(x) {
+		return fmt.Sprintf("%.0f", x)
+	}
+	return fmt.Sprintf("%.3g", x)
+}

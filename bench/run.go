@@ -1,0 +1,301 @@
+package bench
+
+// The harness. Measurement discipline, in the order a round applies it:
+// rotate the variant order, settle the heap, read the allocation counters,
+// time Op.Run(Ops) as a whole, read the counters again. Nothing else runs
+// on the measuring goroutine between the two counter reads, and the harness
+// starts no goroutines, so the allocations counted are the variant's.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"time"
+)
+
+// Level is the confidence level of every interval the harness reports.
+const Level = 0.95
+
+// Options control how a run is carried out, not what it measures.
+type Options struct {
+	// LockOSThread keeps the measuring goroutine on one OS thread for the
+	// whole run (runtime.LockOSThread).
+	LockOSThread bool
+	// Rounds, if not nil, receives one line per variant per round as it is
+	// measured, in the seed's format.
+	Rounds io.Writer
+	// Progress, if not nil, receives a one-line progress display that is
+	// redrawn with carriage returns; meant for a terminal.
+	Progress io.Writer
+}
+
+// Result is what one run of an experiment measured.
+type Result struct {
+	Experiment   *Experiment
+	Params       Params
+	LockOSThread bool
+	Machine      Machine
+	// Variants that ran, in display order.
+	Variants []*VariantResult
+	// Ratios of each variant to the baseline, in display order; empty if
+	// the baseline did not run.
+	Ratios []Ratio
+	// Skipped lists the variants that Setup skipped, with the reason.
+	Skipped []Skipped
+}
+
+// VariantResult is one variant's measurements and their statistics.
+type VariantResult struct {
+	Name string
+	// Warmup is the discarded warm-up round's time.
+	Warmup time.Duration
+	// Rounds are the measured rounds' times, in round order.
+	Rounds []time.Duration
+	// Allocs and Bytes are the heap allocations (count and bytes) made
+	// during each measured round.
+	Allocs, Bytes []uint64
+
+	// NsPerOp is the median over rounds of the time per operation, CI its
+	// bootstrap interval, and Min and Max the extreme rounds.
+	NsPerOp, Min, Max float64
+	CI                Interval
+	// AllocsPerOp and BytesPerOp are totals over the measured rounds
+	// divided by the operations done in them.
+	AllocsPerOp, BytesPerOp float64
+
+	ops int
+}
+
+// Ratio is variant A's time per operation divided by variant B's: the
+// median of the per-round ratios with its bootstrap interval.
+type Ratio struct {
+	A, B   string
+	Median float64
+	CI     Interval
+}
+
+// BeyondNoise reports whether the interval excludes 1.0, that is whether
+// A and B differ at the harness's confidence level.
+func (r Ratio) BeyondNoise() bool { return !r.CI.Contains(1) }
+
+// Skipped is a variant left out of a run.
+type Skipped struct {
+	Variant, Reason string
+}
+
+// NsPerOpRounds returns each measured round's time per operation.
+func (v *VariantResult) NsPerOpRounds() []float64 {
+	xs := make([]float64, len(v.Rounds))
+	for i, d := range v.Rounds {
+		xs[i] = float64(d.Nanoseconds()) / float64(v.ops)
+	}
+	return xs
+}
+
+// Run runs experiment e with parameters p: Setup, then one warm-up round and
+// p.Loops measured rounds, in each of which every variant does p.Ops
+// operations in turn, starting one variant later each round.
+func Run(e *Experiment, p Params, o Options) (res *Result, err error) {
+	p, vs, err := e.resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	res = &Result{Experiment: e, Params: p, LockOSThread: o.LockOSThread, Machine: ThisMachine()}
+
+	var env any
+	if e.Setup != nil {
+		var cleanup func() error
+		env, cleanup, err = e.Setup(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: set-up: %w", e.Name, err)
+		}
+		if cleanup != nil {
+			defer func() {
+				if cerr := cleanup(); cerr != nil && err == nil {
+					err = fmt.Errorf("%s: clean-up: %w", e.Name, cerr)
+				}
+			}()
+		}
+	}
+
+	type running struct {
+		v  *Variant
+		op Op
+		r  *VariantResult
+	}
+	var rs []running
+	defer func() {
+		for _, x := range rs {
+			if x.op.Close == nil {
+				continue
+			}
+			if cerr := x.op.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("%s/%s: close: %w", e.Name, x.v.Name, cerr)
+			}
+		}
+	}()
+	for _, v := range vs {
+		op, err := v.Setup(p, env)
+		if errors.Is(err, ErrSkip) {
+			res.Skipped = append(res.Skipped, Skipped{v.Name, err.Error()})
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: set-up: %w", e.Name, v.Name, err)
+		}
+		r := &VariantResult{Name: v.Name, ops: p.Ops}
+		rs = append(rs, running{v, op, r})
+		res.Variants = append(res.Variants, r)
+	}
+	if len(rs) == 0 {
+		return res, nil
+	}
+
+	if o.LockOSThread {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	width := 0
+	for _, x := range rs {
+		width = max(width, len(x.v.Name))
+	}
+	total := (p.Loops + 1) * len(rs)
+	for round := 0; round <= p.Loops; round++ {
+		for j := range rs {
+			x := rs[(round+j)%len(rs)]
+			if o.Progress != nil {
+				fmt.Fprintf(o.Progress, "\r\033[K%s: round %d/%d, %s (%d%%)", e.Name, round, p.Loops, x.v.Name, 100*(round*len(rs)+j)/total)
+			}
+			d, allocs, bytes, err := measure(x.op.Run, p.Ops)
+			if err != nil {
+				return nil, fmt.Errorf("%s/%s: round %d: %w", e.Name, x.v.Name, round, err)
+			}
+			if round == 0 {
+				x.r.Warmup = d
+			} else {
+				x.r.Rounds = append(x.r.Rounds, d)
+				x.r.Allocs = append(x.r.Allocs, allocs)
+				x.r.Bytes = append(x.r.Bytes, bytes)
+			}
+			if o.Progress != nil {
+				fmt.Fprint(o.Progress, "\r\033[K")
+			}
+			if o.Rounds != nil {
+				note := ""
+				if round == 0 {
+					note = ", warm-up, discarded"
+				}
+				fmt.Fprintf(o.Rounds, "%-*s  %d:spending %s  (%s ns/op%s)\n", width, x.v.Name, round, seedSeconds(d), fmtNs(float64(d.Nanoseconds())/float64(p.Ops)), note)
+			}
+		}
+	}
+	for _, x := range rs {
+		x.r.summarize()
+	}
+	res.ratios()
+	return res, nil
+}
+
+// measure settles the heap, then times run(n) and counts the heap
+// allocations it makes.
+func measure(run func(int) error, n int) (d time.Duration, allocs, bytes uint64, err error) {
+	settle()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	start := time.Now()
+	err = run(n)
+	d = time.Since(start)
+	runtime.ReadMemStats(&m1)
+	return d, m1.Mallocs - m0.Mallocs, m1.TotalAlloc - m0.TotalAlloc, err
+}
+
+// settle forces garbage collections until the live heap stops shrinking
+// (at most a few), so no collection work left over from set-up or an
+// earlier variant lands in the next timed round.
+func settle() {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	last := m.HeapAlloc
+	for range 3 {
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		if m.HeapAlloc >= last {
+			return
+		}
+		last = m.HeapAlloc
+	}
+}
+
+func (v *VariantResult) summarize() {
+	xs := v.NsPerOpRounds()
+	v.NsPerOp = Median(xs)
+	v.CI = BootstrapMedianCI(xs, Level, Resamples, bootstrapSeed)
+	v.Min, v.Max = MinMax(xs)
+	var allocs, bytes uint64
+	for i := range v.Allocs {
+		allocs += v.Allocs[i]
+		bytes += v.Bytes[i]
+	}
+	ops := float64(v.ops) * float64(len(v.Rounds))
+	v.AllocsPerOp = float64(allocs) / ops
+	v.BytesPerOp = float64(bytes) / ops
+}
+
+func (res *Result) ratios() {
+	base := res.Variant(res.Experiment.Baseline)
+	if base == nil {
+		return
+	}
+	b := base.NsPerOpRounds()
+	for _, v := range res.Variants {
+		if v == base {
+			continue
+		}
+		m, ci := PairedRatio(v.NsPerOpRounds(), b, Level, Resamples, bootstrapSeed)
+		res.Ratios = append(res.Ratios, Ratio{A: v.Name, B: base.Name, Median: m, CI: ci})
+	}
+}
+
+// Variant returns the named variant's result, or nil if it did not run.
+func (res *Result) Variant(name string) *VariantResult {
+	for _, v := range res.Variants {
+		if v.Name == name {
+			return v
+		}
+	}
+	return nil
+}
+
+// Ratio returns the ratio of the named variant to the baseline, if any.
+func (res *Result) Ratio(name string) (Ratio, bool) {
+	for _, r := range res.Ratios {
+		if r.A == name {
+			return r, true
+		}
+	}
+	return Ratio{}, false
+}
+
+// seedSeconds formats d as the seed program prints a timespec, "%d.%ld",
+// but with the nanoseconds zero-padded to nine digits, so that the
+// seconds read correctly.
+func seedSeconds(d time.Duration) string {
+	ns := d.Nanoseconds()
+	return fmt.Sprintf("%d.%09ds", ns/1e9, ns%1e9)
+}
+
+// fmtNs formats a time per operation with about four significant digits.
+func fmtNs(ns float64) string {
+	switch {
+	case ns < 10:
+		return fmt.Sprintf("%.3f", ns)
+	case ns < 100:
+		return fmt.Sprintf("%.2f", ns)
+	case ns < 1000:
+		return fmt.Sprintf("%.1f", ns)
+	default:
+		return fmt.Sprintf("%.0f", ns)
+	}
+}

@@ -1,0 +1,218 @@
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var sink []byte
+
+// toyExperiment has variants whose costs and allocations are known, and
+// records the order in which they ran.
+func toyExperiment(order *[]string) *Experiment {
+	spin := func(name string, work int) Variant {
+		return Variant{Name: name, Doc: name, Setup: func(p Params, env any) (Op, error) {
+			if env != "env" {
+				return Op{}, errors.New("experiment Setup's env did not arrive")
+			}
+			buf := make([]byte, p.Size)
+			return Op{Run: func(n int) error {
+				*order = append(*order, name)
+				for range n * work {
+					for i := range buf {
+						buf[i]++
+					}
+				}
+				return nil
+			}}, nil
+		}}
+	}
+	return &Experiment{
+		Name:     "toy-exp",
+		Summary:  "toy",
+		Baseline: "one",
+		Defaults: Params{Loops: 3, Ops: 10, Size: 64},
+		Unit:     "ops",
+		Setup: func(p Params) (any, func() error, error) {
+			return "env", nil, nil
+		},
+		Flags: []Flag{{Name: "pattern", Default: "seq", Usage: "toy flag"}},
+		Variants: []Variant{
+			spin("one", 1),
+			spin("four", 4),
+			{Name: "alloc", Doc: "allocates once per op", Setup: func(p Params, _ any) (Op, error) {
+				return Op{Run: func(n int) error {
+					*order = append(*order, "alloc")
+					for range n {
+						sink = make([]byte, 4096)
+					}
+					return nil
+				}}, nil
+			}},
+			{Name: "absent", Doc: "always skipped", Setup: func(Params, any) (Op, error) {
+				return Op{}, Skip("not here")
+			}},
+		},
+		Reference: []Reference{{Label: "theirs, one", Variant: "one", NsPerOp: 100}, {Label: "theirs, four", Variant: "four", NsPerOp: 400}},
+	}
+}
+
+func TestRunToy(t *testing.T) {
+	var order []string
+	e := toyExperiment(&order)
+	var rounds bytes.Buffer
+	res, err := Run(e, Params{Ops: 2000}, Options{Rounds: &rounds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skipped) != 1 || res.Skipped[0].Variant != "absent" || !strings.Contains(res.Skipped[0].Reason, "not here") {
+		t.Errorf("skipped = %+v", res.Skipped)
+	}
+	if res.Params.Extra["pattern"] != "seq" {
+		t.Errorf("extra flag default not filled: %v", res.Params.Extra)
+	}
+	// Warm-up plus 3 rounds of 3 variants, each round starting one later.
+	want := "one four alloc four alloc one alloc one four one four alloc"
+	if got := strings.Join(order, " "); got != want {
+		t.Errorf("order\n got %s\nwant %s", got, want)
+	}
+	for _, v := range res.Variants {
+		if len(v.Rounds) != 3 || v.Warmup == 0 {
+			t.Errorf("%s: %d rounds, warm-up %v", v.Name, len(v.Rounds), v.Warmup)
+		}
+	}
+	if a := res.Variant("alloc").AllocsPerOp; a < 0.99 || a > 1.01 {
+		t.Errorf("alloc: %v allocs/op, want 1", a)
+	}
+	if a := res.Variant("one").AllocsPerOp; a != 0 {
+		t.Errorf("one: %v allocs/op, want 0", a)
+	}
+	r, ok := res.Ratio("four")
+	if !ok || r.Median < 2 || r.Median > 6 {
+		t.Errorf("four/one ratio %+v, want about 4", r)
+	}
+	lines := strings.Split(strings.TrimSpace(rounds.String()), "\n")
+	if len(lines) != 12 {
+		t.Fatalf("%d round lines, want 12:\n%s", len(lines), rounds.String())
+	}
+	re := regexp.MustCompile(`^(one|four|alloc) +([0-9]+):spending [0-9]+\.[0-9]{9}s  \([0-9.]+ ns/op(, warm-up, discarded)?\)$`)
+	for _, l := range lines {
+		if !re.MatchString(l) {
+			t.Errorf("round line %q does not match %s", l, re)
+		}
+	}
+
+	var sum bytes.Buffer
+	if err := WriteSummary(&sum, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"absent: skipped: not here", "ratio to one", "four is ", "slower than one", "1 (baseline)", "theirs, four", "seed 4.000"} {
+		if !strings.Contains(sum.String(), s) {
+			t.Errorf("summary lacks %q:\n%s", s, sum.String())
+		}
+	}
+}
+
+func TestSeedSeconds(t *testing.T) {
+	for ns, want := range map[int64]string{
+		28245015:   "0.028245015s",
+		1:          "0.000000001s",
+		1390446540: "1.390446540s",
+	} {
+		if got := seedSeconds(timeNs(ns)); got != want {
+			t.Errorf("seedSeconds(%d) = %q, want %q", ns, got, want)
+		}
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		r    Ratio
+		want []string
+	}{
+		{Ratio{"a", "read", 1.131, Interval{1.12, 1.14}}, []string{"a is 13.1% slower than read", "beyond noise", "excludes 1.0"}},
+		{Ratio{"a", "read", 0.8, Interval{0.79, 0.81}}, []string{"a is 20.0% faster than read", "beyond noise"}},
+		{Ratio{"a", "read", 1.004, Interval{0.99, 1.02}}, []string{"a is 0.4% slower", "within noise", "includes 1.0"}},
+		{Ratio{"host", "read", 7.5, Interval{7.4, 7.6}}, []string{"host is 650% slower", "7.500x as long"}},
+	} {
+		got := Verdict(tc.r)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("Verdict(%+v) = %q, lacks %q", tc.r, got, w)
+			}
+		}
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	var order []string
+	e := toyExperiment(&order)
+	if _, err := Run(e, Params{Variants: []string{"one", "nosuch"}}, Options{}); err == nil || !strings.Contains(err.Error(), `no variant "nosuch"`) {
+		t.Errorf("unknown variant: err = %v", err)
+	}
+	if _, err := Run(e, Params{Loops: -1}, Options{}); err == nil {
+		t.Errorf("negative loops accepted")
+	}
+}
+
+func TestSubsetWithoutBaseline(t *testing.T) {
+	var order []string
+	res, err := Run(toyExperiment(&order), Params{Loops: 1, Variants: []string{"four"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Variants) != 1 || len(res.Ratios) != 0 {
+		t.Errorf("variants %d, ratios %d; want 1 and 0", len(res.Variants), len(res.Ratios))
+	}
+	var sum bytes.Buffer
+	if err := WriteSummary(&sum, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sum.String(), "baseline one did not run") {
+		t.Errorf("summary does not say the baseline is missing:\n%s", sum.String())
+	}
+}
+
+func TestPlot(t *testing.T) {
+	var order []string
+	res, err := Run(toyExperiment(&order), Params{Loops: 4}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"p.svg", "p.png"} {
+		file := filepath.Join(dir, name)
+		if err := WritePlot(file, []*Result{res, res}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "p.svg" && !bytes.Contains(b[:200], []byte("<svg")) || name == "p.png" && !bytes.HasPrefix(b, []byte("\x89PNG")) {
+			t.Errorf("%s: not an image: %q", name, b[:min(len(b), 40)])
+		}
+	}
+	if err := WritePlot(filepath.Join(dir, "p.gif"), []*Result{res}); err == nil || !strings.Contains(err.Error(), ".svg or .png") {
+		t.Errorf("gif: err = %v", err)
+	}
+	if err := WritePlot(filepath.Join(dir, "nodir", "p.svg"), []*Result{res}); err == nil || !strings.Contains(err.Error(), "nodir") {
+		t.Errorf("missing directory: err = %v", err)
+	}
+}
+
+func TestBenchName(t *testing.T) {
+	for in, want := range map[string]string{"zero": "Zero", "dax": "Dax", "toy-exp": "ToyExp"} {
+		if got := (&Experiment{Name: in}).BenchName(); got != want {
+			t.Errorf("BenchName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func timeNs(ns int64) time.Duration { return time.Duration(ns) }
