@@ -3,7 +3,7 @@ package bench
 // experiments lists every experiment, in the order "iovfs bench" runs
 // them. Adding an experiment is adding it here.
 var experiments = []*Experiment{
-	// zeroExperiment,
+	zeroExperiment,
 }
 
 // Experiments returns every registered experiment, in run order.

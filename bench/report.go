@@ -120,7 +120,7 @@ func writeReference(b *strings.Builder, res *Result) {
 		if v := res.Variant(ref.Variant); v != nil {
 			ours = fmtNs(v.NsPerOp) + " ns/op"
 		}
-		rows = append(rows, []string{"  " + ref.Label, fmtNs(ref.NsPerOp) + " ns/op", "ours, " + ref.Variant + ":", ours})
+		rows = append(rows, []string{"  " + ref.Label, fmtRef(ref.NsPerOp) + " ns/op", "ours, " + ref.Variant + ":", ours})
 	}
 	writeTable(b, rows, []bool{false, true, false, true})
 	if baseRef == nil {
@@ -134,7 +134,7 @@ func writeReference(b *strings.Builder, res *Result) {
 		if r, ok := res.Ratio(ref.Variant); ok {
 			ours = fmt.Sprintf("%.3f", r.Median)
 		}
-		fmt.Fprintf(b, "  ratio %s/%s: seed %.3f (%s/%s), ours %s\n", ref.Variant, e.Baseline, ref.NsPerOp/baseRef.NsPerOp, fmtNs(ref.NsPerOp), fmtNs(baseRef.NsPerOp), ours)
+		fmt.Fprintf(b, "  ratio %s/%s: seed %.3f (%s/%s), ours %s\n", ref.Variant, e.Baseline, ref.NsPerOp/baseRef.NsPerOp, fmtRef(ref.NsPerOp), fmtRef(baseRef.NsPerOp), ours)
 	}
 }
 
@@ -175,4 +175,12 @@ func fmtCount(x float64) string {
 		return fmt.Sprintf("%.0f", x)
 	}
 	return fmt.Sprintf("%.3g", x)
+}
+
+// fmtRef formats a published figure as published: whole numbers stay whole.
+func fmtRef(ns float64) string {
+	if ns == math.Trunc(ns) {
+		return fmt.Sprintf("%.0f", ns)
+	}
+	return fmtNs(ns)
 }
