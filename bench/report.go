@@ -23,12 +23,13 @@ func Header(e *Experiment, p Params, o Options) string {
 		what = e.Describe(p)
 	}
 	fmt.Fprintf(&b, "== %s: %s\n", e.Name, e.Summary)
-	fmt.Fprintf(&b, "each round: every variant does %s; %d rounds, variants in an order that rotates each round, after 1 warm-up round that is discarded\n", what, p.Loops)
+	fmt.Fprintf(&b, "each round: every variant does %s\n", what)
+	fmt.Fprintf(&b, "%d rounds after 1 warm-up round (round 0, discarded); the order of the variants rotates each round\n", p.Loops)
 	lock := "off"
 	if o.LockOSThread {
 		lock = "on"
 	}
-	fmt.Fprintf(&b, "machine: %s; LockOSThread %s\n", ThisMachine(), lock)
+	fmt.Fprintf(&b, "machine: %s; LockOSThread %s\n\n", ThisMachine(), lock)
 	return b.String()
 }
 
@@ -53,7 +54,7 @@ func WriteSummary(w io.Writer, res *Result) error {
 		if v.Name == base {
 			row = append(row, "1 (baseline)", "")
 		} else if r, ok := res.Ratio(v.Name); ok {
-			row = append(row, fmt.Sprintf("%.3f", r.Median), fmt.Sprintf("%.3f .. %.3f", r.CI.Low, r.CI.High))
+			row = append(row, fmtRatio(r.Median), fmtRatio(r.CI.Low)+" .. "+fmtRatio(r.CI.High))
 		} else {
 			row = append(row, "-", "")
 		}
@@ -82,25 +83,21 @@ func WriteSummary(w io.Writer, res *Result) error {
 func Verdict(r Ratio) string {
 	var how string
 	switch {
+	case r.Median >= 2 || r.Median <= 0.5:
+		how = fmt.Sprintf("%s takes %.2fx as long as %s", r.A, r.Median, r.B)
 	case r.Median >= 1:
 		how = fmt.Sprintf("%s is %s slower than %s (takes %.3fx as long)", r.A, pct(r.Median-1), r.B, r.Median)
 	default:
 		how = fmt.Sprintf("%s is %s faster than %s (takes %.3fx as long)", r.A, pct(1-r.Median), r.B, r.Median)
 	}
-	ci := fmt.Sprintf("%.3f to %.3f", r.CI.Low, r.CI.High)
+	ci := fmtRatio(r.CI.Low) + " to " + fmtRatio(r.CI.High)
 	if r.BeyondNoise() {
 		return how + ": beyond noise, the 95% CI of the ratio, " + ci + ", excludes 1.0"
 	}
 	return how + ": within noise, the 95% CI of the ratio, " + ci + ", includes 1.0"
 }
 
-func pct(f float64) string {
-	p := 100 * f
-	if p >= 100 {
-		return fmt.Sprintf("%.0f%%", p)
-	}
-	return fmt.Sprintf("%.1f%%", p)
-}
+func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
 
 func writeReference(b *strings.Builder, res *Result) {
 	e := res.Experiment
@@ -132,7 +129,7 @@ func writeReference(b *strings.Builder, res *Result) {
 		}
 		ours := "did not run"
 		if r, ok := res.Ratio(ref.Variant); ok {
-			ours = fmt.Sprintf("%.3f", r.Median)
+			ours = fmtRatio(r.Median)
 		}
 		fmt.Fprintf(b, "  ratio %s/%s: seed %.3f (%s/%s), ours %s\n", ref.Variant, e.Baseline, ref.NsPerOp/baseRef.NsPerOp, fmtRef(ref.NsPerOp), fmtRef(baseRef.NsPerOp), ours)
 	}
@@ -183,4 +180,16 @@ func fmtRef(ns float64) string {
 		return fmt.Sprintf("%.0f", ns)
 	}
 	return fmtNs(ns)
+}
+
+// fmtRatio formats a ratio with three decimals near 1 and fewer far from it.
+func fmtRatio(x float64) string {
+	switch {
+	case x < 10:
+		return fmt.Sprintf("%.3f", x)
+	case x < 100:
+		return fmt.Sprintf("%.2f", x)
+	default:
+		return fmt.Sprintf("%.1f", x)
+	}
 }

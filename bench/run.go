@@ -160,6 +160,7 @@ func Run(e *Experiment, p Params, o Options) (res *Result, err error) {
 	for _, x := range rs {
 		width = max(width, len(x.v.Name))
 	}
+	rwidth := len(fmt.Sprint(p.Loops))
 	total := (p.Loops + 1) * len(rs)
 	for round := 0; round <= p.Loops; round++ {
 		for j := range rs {
@@ -186,7 +187,7 @@ func Run(e *Experiment, p Params, o Options) (res *Result, err error) {
 				if round == 0 {
 					note = ", warm-up, discarded"
 				}
-				fmt.Fprintf(o.Rounds, "%-*s  %d:spending %s  (%s ns/op%s)\n", width, x.v.Name, round, seedSeconds(d), fmtNs(float64(d.Nanoseconds())/float64(p.Ops)), note)
+				fmt.Fprintf(o.Rounds, "%-*s  %*d:spending %s  (%s ns/op%s)\n", width, x.v.Name, rwidth, round, seedSeconds(d), fmtNs(float64(d.Nanoseconds())/float64(p.Ops)), note)
 			}
 		}
 	}

@@ -112,7 +112,7 @@ func TestRunToy(t *testing.T) {
 	if err := WriteSummary(&sum, res); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"absent: skipped: not here", "ratio to one", "four is ", "slower than one", "1 (baseline)", "theirs, four", "seed 4.000"} {
+	for _, s := range []string{"absent: skipped: not here", "ratio to one", "four takes ", "as long as one", "1 (baseline)", "theirs, four", "seed 4.000"} {
 		if !strings.Contains(sum.String(), s) {
 			t.Errorf("summary lacks %q:\n%s", s, sum.String())
 		}
@@ -139,7 +139,8 @@ func TestVerdict(t *testing.T) {
 		{Ratio{"a", "read", 1.131, Interval{1.12, 1.14}}, []string{"a is 13.1% slower than read", "beyond noise", "excludes 1.0"}},
 		{Ratio{"a", "read", 0.8, Interval{0.79, 0.81}}, []string{"a is 20.0% faster than read", "beyond noise"}},
 		{Ratio{"a", "read", 1.004, Interval{0.99, 1.02}}, []string{"a is 0.4% slower", "within noise", "includes 1.0"}},
-		{Ratio{"host", "read", 7.5, Interval{7.4, 7.6}}, []string{"host is 650% slower", "7.500x as long"}},
+		{Ratio{"host", "read", 7.5, Interval{7.4, 7.6}}, []string{"host takes 7.50x as long as read", "beyond noise"}},
+		{Ratio{"a", "read", 1.8, Interval{1.7, 1.9}}, []string{"a is 80.0% slower than read"}},
 	} {
 		got := Verdict(tc.r)
 		for _, w := range tc.want {

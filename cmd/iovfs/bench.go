@@ -89,7 +89,7 @@ func benchUsage(w io.Writer) {
 		{"--format F", "stdout format: text (rounds, summary, verdict) or benchstat (Go benchmark lines, one per round)"},
 		{"--json FILE", "also write the results as JSON to FILE (schema: go doc github.com/iovfs/iovfs/bench)"},
 		{"--plot FILE", "also draw per-round ns/op of each variant to FILE, .svg or .png"},
-		{"--lock-os-thread", "keep the measuring goroutine on one OS thread (off: it did not make rounds steadier here)"},
+		{"--lock-os-thread", "keep the measuring goroutine on one OS thread (off by default: measured, it did not make results steadier)"},
 	}
 	for _, e := range bench.Experiments() {
 		for _, x := range e.Flags {

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/iovfs/iovfs/bench"
+)
+
+func runArgs(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestHelp(t *testing.T) {
+	code, out, _ := runArgs("--help")
+	if code != 0 || !strings.Contains(out, "bench") || !strings.Contains(out, "usage: iovfs") {
+		t.Errorf("iovfs --help: status %d\n%s", code, out)
+	}
+	if code, _, errOut := runArgs(); code != 2 || !strings.Contains(errOut, "commands:") {
+		t.Errorf("iovfs with no arguments: status %d\n%s", code, errOut)
+	}
+	if code, _, errOut := runArgs("frobnicate"); code != 2 || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Errorf("unknown command: status %d\n%s", code, errOut)
+	}
+	for _, args := range [][]string{{"bench", "--help"}, {"bench", "-h"}, {"help", "bench"}} {
+		code, out, _ := runArgs(args...)
+		if code != 0 {
+			t.Errorf("%v: status %d", args, code)
+		}
+		want := []string{"--loops", "--reads", "--size", "--variants", "--json", "--format", "--plot", "--lock-os-thread"}
+		for _, e := range bench.Experiments() {
+			want = append(want, e.Name+":")
+			for _, v := range e.Variants {
+				want = append(want, v.Name+" ")
+			}
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v lacks %q:\n%s", args, w, out)
+			}
+		}
+	}
+}
+
+func TestBenchZero(t *testing.T) {
+	dir := t.TempDir()
+	js, svg := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.svg")
+	code, out, errOut := runArgs("bench", "--size", "4096", "zero", "--loops", "2", "--reads", "300", "--json", js, "--plot", svg)
+	if code != 0 {
+		t.Fatalf("status %d\n%s\n%s", code, out, errOut)
+	}
+	for _, w := range []string{"== zero", "read        1:spending 0.", "host", "summary", "verdict:", "282 ns/op", "machine:", "wrote JSON results to " + js} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f bench.File
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Experiments) != 1 || f.Experiments[0].Size != 4096 || len(f.Experiments[0].Variants) != 4 {
+		t.Errorf("JSON: %+v", f.Experiments)
+	}
+	if st, err := os.Stat(svg); err != nil || st.Size() == 0 {
+		t.Errorf("plot: %v", err)
+	}
+}
+
+func TestBenchFormatBenchstat(t *testing.T) {
+	code, out, errOut := runArgs("bench", "zero", "--format", "benchstat", "--loops", "2", "--reads", "100", "--variants", "read,iter-wrap")
+	if code != 0 {
+		t.Fatalf("status %d\n%s", code, errOut)
+	}
+	n := 0
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		switch {
+		case strings.HasPrefix(l, "BenchmarkZero/read/1B\t"), strings.HasPrefix(l, "BenchmarkZero/iter-wrap/1B\t"):
+			n++
+		case strings.Contains(l, ": ") && !strings.HasPrefix(l, "Benchmark"):
+		default:
+			t.Errorf("stray line on stdout: %q", l)
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d result lines, want 4:\n%s", n, out)
+	}
+}
+
+func TestBenchAll(t *testing.T) {
+	code, out, errOut := runArgs("bench", "--loops", "1", "--reads", "10")
+	if code != 0 {
+		t.Fatalf("status %d\n%s", code, errOut)
+	}
+	for _, e := range bench.Experiments() {
+		if !strings.Contains(out, "== "+e.Name+":") {
+			t.Errorf("experiment %s did not run:\n%s", e.Name, out)
+		}
+	}
+}
+
+func TestBenchErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"bench", "nosuch"}, 2, []string{`no experiment "nosuch"`, "zero"}},
+		{[]string{"bench", "zero", "--variants", "read,nosuch"}, 2, []string{`variant "nosuch"`}},
+		{[]string{"bench", "zero", "--format", "csv"}, 2, []string{`--format "csv"`, "text or benchstat"}},
+		{[]string{"bench", "zero", "--loops", "-1"}, 2, []string{"positive"}},
+		{[]string{"bench", "zero", "--bogus"}, 2, []string{"bogus", "usage:"}},
+		{[]string{"bench", "zero", "--json", filepath.Join(dir, "missing", "r.json")}, 1, []string{"--json " + filepath.Join(dir, "missing", "r.json"), "no such file or directory"}},
+		{[]string{"bench", "zero", "--json", dir}, 1, []string{"--json " + dir, "is a directory"}},
+		{[]string{"bench", "zero", "--plot", filepath.Join(dir, "r.gif")}, 1, []string{"r.gif", ".svg or .png"}},
+	} {
+		code, out, errOut := runArgs(tc.args...)
+		if code != tc.code {
+			t.Errorf("%v: status %d, want %d", tc.args, code, tc.code)
+		}
+		if out != "" {
+			t.Errorf("%v: ran anyway:\n%s", tc.args, out)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: error lacks %q:\n%s", tc.args, w, errOut)
+			}
+		}
+	}
+}
