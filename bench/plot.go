@@ -60,10 +60,12 @@ func variantPlot(res *Result, v *VariantResult) (*plot.Plot, error) {
 	p := plot.New()
 	title := fmt.Sprintf("%s / %s: median %s ns/op", res.Experiment.Name, v.Name, fmtNs(v.NsPerOp))
 	if r, ok := res.Ratio(v.Name); ok {
-		title += fmt.Sprintf(", %.3fx %s [95%% CI %.3f, %.3f]", r.Median, r.B, r.CI.Low, r.CI.High)
+		title += fmt.Sprintf(", %sx %s [95%% CI %s, %s]", fmtRatio(r.Median), r.B, fmtRatio(r.CI.Low), fmtRatio(r.CI.High))
+	} else if v.Name == res.Experiment.Baseline {
+		title += " (baseline)"
 	}
 	p.Title.Text = title
-	p.X.Label.Text = "round"
+	p.X.Label.Text = "round (dashed: median; dotted: its 95% CI)"
 	p.Y.Label.Text = "ns/op"
 	xs := v.NsPerOpRounds()
 	pts := make(plotter.XYs, len(xs))

@@ -166,7 +166,7 @@ func Run(e *Experiment, p Params, o Options) (res *Result, err error) {
 		for j := range rs {
 			x := rs[(round+j)%len(rs)]
 			if o.Progress != nil {
-				fmt.Fprintf(o.Progress, "\r\033[K%s: round %d/%d, %s (%d%%)", e.Name, round, p.Loops, x.v.Name, 100*(round*len(rs)+j)/total)
+				fmt.Fprintf(o.Progress, "\r\033[K%s: %s, %s (%d%%)", e.Name, roundName(round, p.Loops), x.v.Name, 100*(round*len(rs)+j)/total)
 			}
 			d, allocs, bytes, err := measure(x.op.Run, p.Ops)
 			if err != nil {
@@ -299,4 +299,11 @@ func fmtNs(ns float64) string {
 	default:
 		return fmt.Sprintf("%.0f", ns)
 	}
+}
+
+func roundName(round, loops int) string {
+	if round == 0 {
+		return "warm-up round"
+	}
+	return fmt.Sprintf("round %d/%d", round, loops)
 }
