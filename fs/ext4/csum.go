@@ -1,0 +1,26 @@
+package ext4
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// crc32c is the kernel's crc32c_le (ext4_chksum): no pre- or post-inversion,
+// unlike hash/crc32's Update, so the inversions are undone here.
+func crc32c(crc uint32, p []byte) uint32 {
+	return ^crc32.Update(^crc, castagnoli, p)
+}
+
+func crc32cU32(crc, v uint32) uint32 {
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], v)
+	return crc32c(crc, b[:])
+}
+
+var zero8 [8]byte
+
+func le16(b []byte, off int) uint16 { return binary.LittleEndian.Uint16(b[off:]) }
+func le32(b []byte, off int) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
+func le64(b []byte, off int) uint64 { return binary.LittleEndian.Uint64(b[off:]) }

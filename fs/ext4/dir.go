@@ -1,0 +1,410 @@
+package ext4
+
+// Directories, Documentation/filesystems/ext4/directory.rst: linear blocks
+// of ext4_dir_entry_2, an htree index over them (dx root in block 0, dx
+// nodes elsewhere), or inline_data entries in the inode.
+
+import (
+	"bytes"
+	"syscall"
+)
+
+const compatDirIndex = 0x20
+
+// File types in directory entries (EXT4_FT_*).
+const (
+	FTUnknown = 0
+	FTRegular = 1
+	FTDir     = 2
+	FTChrdev  = 3
+	FTBlkdev  = 4
+	FTFifo    = 5
+	FTSock    = 6
+	FTSymlink = 7
+)
+
+// recLen decodes rec_len, which for 64 KiB blocks uses its low two bits as
+// bits 16-17 (ext2fs_get_rec_len).
+func (v *Volume) recLen(raw uint16) int {
+	if v.bs < 65536 {
+		return int(raw)
+	}
+	if raw == 0xFFFF || raw == 0 {
+		return int(v.bs)
+	}
+	return int(raw&65532) | int(raw&3)<<16
+}
+
+// walkEntries calls fn for each in-use entry of the directory entries in b,
+// after the checks of ext4_check_dir_entry. fn returns false to stop; then
+// walkEntries returns stop == true.
+func (v *Volume) walkEntries(dir *Inode, b []byte, fn func(name []byte, ino uint32, ft uint8) bool) (stop bool, err error) {
+	for off := 0; off < len(b); {
+		if off+8 > len(b) {
+			return false, corrupt(dir.Ino, "directory entry at %d: truncated header", off)
+		}
+		ino := le32(b, off)
+		rl := v.recLen(le16(b, off+4))
+		nl := int(b[off+6])
+		if rl < 12 || rl%4 != 0 || rl < (8+nl+3)&^3 || off+rl > len(b) {
+			return false, corrupt(dir.Ino, "bad directory entry at %d: rec_len %d, name_len %d", off, rl, nl)
+		}
+		if ino > v.inodes {
+			return false, corrupt(dir.Ino, "directory entry at %d: inode %d out of range", off, ino)
+		}
+		if ino != 0 {
+			var ft uint8
+			if v.incompat&incompatFiletype != 0 {
+				ft = b[off+7]
+			}
+			if !fn(b[off+8:off+8+nl], ino, ft) {
+				return true, nil
+			}
+		}
+		off += rl
+	}
+	return false, nil
+}
+
+func (v *Volume) isDx(dir *Inode) bool {
+	return v.compat&compatDirIndex != 0 && dir.Flags&FlagIndex != 0 && dir.Flags&FlagInlineData == 0
+}
+
+// dirBlock reads logical block lblk of dir into buf and verifies its
+// checksum as __ext4_read_dirblock does: dx blocks (block 0 and blocks whose
+// first entry spans the block, in an indexed directory) against the dx
+// tail, leaves against the dirent tail. hole reports an unallocated block.
+func (v *Volume) dirBlock(dir *Inode, c *ExtentCache, lblk uint64, buf []byte) (hole bool, phys uint64, err error) {
+	m, err := v.MapBlocks(dir, c, lblk)
+	if err != nil {
+		return false, 0, err
+	}
+	if m.Hole || m.Unwritten {
+		return true, 0, nil
+	}
+	phys = m.Physical + (lblk - m.Logical)
+	if err := v.readBlock(phys, buf); err != nil {
+		return false, 0, err
+	}
+	if !v.csum {
+		return false, phys, nil
+	}
+	if v.isDx(dir) && (lblk == 0 || v.recLen(le16(buf, 4)) == int(v.bs)) {
+		if !v.dxCsumOK(dir, buf) {
+			return false, 0, badCsum(dir.Ino, "htree node (directory block %d)", lblk)
+		}
+		return false, phys, nil
+	}
+	t := buf[v.bs-12:]
+	if le32(t, 0) != 0 || le16(t, 4) != 12 || t[6] != 0 || t[7] != 0xDE {
+		return false, 0, badCsum(dir.Ino, "directory block %d (no checksum tail)", lblk)
+	}
+	if crc32c(dir.csumSeed, buf[:v.bs-12]) != le32(t, 8) {
+		return false, 0, badCsum(dir.Ino, "directory block %d", lblk)
+	}
+	return false, phys, nil
+}
+
+// dxCountOffset is get_dx_countlimit: where the limit/count pair sits in a
+// dx root (after "." , ".." and the 8-byte root info) or a dx node (after
+// an empty entry spanning the block). 0 if b is neither.
+func (v *Volume) dxCountOffset(b []byte) int {
+	rl := v.recLen(le16(b, 4))
+	if rl == int(v.bs) {
+		return 8
+	}
+	if rl == 12 && v.recLen(le16(b, 16)) == int(v.bs)-12 && b[0x1D] == 8 {
+		return 0x20
+	}
+	return 0
+}
+
+func (v *Volume) dxCsumOK(dir *Inode, b []byte) bool {
+	co := v.dxCountOffset(b)
+	if co == 0 {
+		return false
+	}
+	limit, count := int(le16(b, co)), int(le16(b, co+2))
+	tail := co + limit*8
+	if count > limit || tail+8 > int(v.bs) {
+		return false
+	}
+	c := crc32c(dir.csumSeed, b[:co+count*8])
+	c = crc32c(c, b[tail:tail+4])
+	c = crc32c(c, zero8[:4])
+	return c == le32(b, tail+4)
+}
+
+// dirBlocks is how many blocks ReadDir and a linear Lookup visit: the
+// directory size in blocks, never more than the volume has.
+func (v *Volume) dirBlocks(dir *Inode) uint64 {
+	n := (dir.Size + v.bs - 1) >> v.bsBits
+	return min(n, v.blocks)
+}
+
+// ReadDir calls fn for each entry of dir in on-disk order, leaves only
+// (htree index blocks hold no entries), skipping "." and "..", until fn
+// returns false. ftype is the entry's EXT4_FT_* type (FTUnknown without the
+// filetype feature). name is valid only during the call. Unallocated
+// directory blocks are skipped, as Linux's readdir skips them.
+//
+// Errors: ENOTDIR; EBADMSG for a block failing its checksum; EUCLEAN for a
+// malformed entry or a block shared by two offsets of the directory.
+func (v *Volume) ReadDir(dir *Inode, fn func(name []byte, ino uint32, ftype uint8) bool) error {
+	skipDots := func(name []byte, ino uint32, ft uint8) bool {
+		if string(name) == "." || string(name) == ".." {
+			return true
+		}
+		return fn(name, ino, ft)
+	}
+	_, err := v.scanDir(dir, skipDots)
+	return err
+}
+
+// scanDir is the linear walk under ReadDir and the non-indexed Lookup.
+func (v *Volume) scanDir(dir *Inode, fn func(name []byte, ino uint32, ft uint8) bool) (bool, error) {
+	if !dir.IsDir() {
+		return false, syscall.ENOTDIR
+	}
+	if dir.Flags&FlagInlineData != 0 {
+		return v.scanInlineDir(dir, fn)
+	}
+	bp := v.getBuf()
+	defer v.putBuf(bp)
+	buf := *bp
+	var c ExtentCache
+	seen := make(map[uint64]struct{})
+	n := v.dirBlocks(dir)
+	for lblk := uint64(0); lblk < n; {
+		m, err := v.MapBlocks(dir, &c, lblk)
+		if err != nil {
+			return false, err
+		}
+		if m.Hole || m.Unwritten {
+			lblk = m.Logical + m.Len
+			continue
+		}
+		_, phys, err := v.dirBlock(dir, &c, lblk, buf)
+		if err != nil {
+			return false, err
+		}
+		if _, dup := seen[phys]; dup {
+			return false, corrupt(dir.Ino, "directory block %d appears twice", phys)
+		}
+		seen[phys] = struct{}{}
+		stop, err := v.walkEntries(dir, buf[:v.bs], fn)
+		if stop || err != nil {
+			return stop, err
+		}
+		lblk++
+	}
+	return false, nil
+}
+
+// scanInlineDir walks an inline_data directory: a 4-byte parent inode
+// number, then entries in the rest of i_block, then in system.data.
+func (v *Volume) scanInlineDir(dir *Inode, fn func(name []byte, ino uint32, ft uint8) bool) (bool, error) {
+	data, err := v.inlineData(dir)
+	if err != nil {
+		return false, err
+	}
+	if len(data) < 4 {
+		return false, corrupt(dir.Ino, "inline directory too short")
+	}
+	if !fn([]byte("."), dir.Ino, FTDir) || !fn([]byte(".."), le32(data, 0), FTDir) {
+		return true, nil
+	}
+	end := min(uint64(len(data)), max(dir.Size, 60))
+	if stop, err := v.walkEntries(dir, data[4:min(60, end)], fn); stop || err != nil {
+		return stop, err
+	}
+	if end > 60 {
+		return v.walkEntries(dir, data[60:end], fn)
+	}
+	return false, nil
+}
+
+// Lookup returns the inode number that name has in directory dir. Indexed
+// directories are searched through their htree (falling back to a linear
+// scan when the index itself is unusable, as ext4_find_entry does); others
+// linearly. "." and ".." are found too.
+//
+// Errors: ENOTDIR, ENAMETOOLONG for names over 255 bytes, ENOENT when
+// absent, EBADMSG or EUCLEAN for damaged directory blocks.
+func (v *Volume) Lookup(dir *Inode, name string) (uint32, error) {
+	if !dir.IsDir() {
+		return 0, syscall.ENOTDIR
+	}
+	if len(name) > 255 {
+		return 0, syscall.ENAMETOOLONG
+	}
+	if name == "" {
+		return 0, syscall.ENOENT
+	}
+	if name == "." {
+		return dir.Ino, nil
+	}
+	if v.isDx(dir) && name != ".." {
+		ino, err := v.dxLookup(dir, []byte(name))
+		if err != errBadDx {
+			return ino, err
+		}
+	}
+	var found uint32
+	_, err := v.scanDir(dir, func(n []byte, ino uint32, _ uint8) bool {
+		if string(n) == name {
+			found = ino
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return 0, err
+	}
+	if found == 0 {
+		return 0, syscall.ENOENT
+	}
+	return found, nil
+}
+
+var errBadDx = &CorruptError{Errno: syscall.EUCLEAN, What: "unusable htree index"}
+
+type dxFrame struct {
+	b     []byte // the node block
+	co    int    // count offset
+	count int
+	at    int // entry index followed
+}
+
+// dxLookup is ext4_dx_find_entry: descend from the root to the leaf whose
+// hash range holds name's hash, search it, and continue into following
+// leaves while their start hash is a collision continuation of ours.
+func (v *Volume) dxLookup(dir *Inode, name []byte) (uint32, error) {
+	n := v.dirBlocks(dir)
+	var c ExtentCache
+	root := make([]byte, v.bs)
+	if hole, _, err := v.dirBlock(dir, &c, 0, root); err != nil {
+		return 0, err
+	} else if hole {
+		return 0, corrupt(dir.Ino, "htree root is a hole")
+	}
+	if le32(root, 0x18) != 0 || root[0x1D] != 8 || root[0x1F]&1 != 0 || v.dxCountOffset(root) != 0x20 {
+		return 0, errBadDx
+	}
+	hv := root[0x1C]
+	if hv <= hashTEA && v.hashUnsigned {
+		hv += 3
+	}
+	hash, ok := dxHash(name, hv, v.hashSeed)
+	if !ok {
+		return 0, errBadDx
+	}
+	levels := int(root[0x1E])
+	maxLevels := 2
+	if v.incompat&incompatLargeDir != 0 {
+		maxLevels = 3
+	}
+	if levels >= maxLevels {
+		return 0, errBadDx
+	}
+	tailRoom := 0
+	if v.rocompat&rocompatMetadataCsum != 0 {
+		tailRoom = 8
+	}
+	frames := make([]dxFrame, 0, levels+1)
+	blk := root
+	co := 0x20
+	wantLimit := (int(v.bs) - 0x20 - tailRoom) / 8
+	for level := 0; ; level++ {
+		limit, count := int(le16(blk, co)), int(le16(blk, co+2))
+		if limit != wantLimit || count == 0 || count > limit {
+			return 0, errBadDx
+		}
+		at := 0
+		for i := 1; i < count; i++ {
+			if le32(blk, co+8*i) <= hash {
+				at = i
+			} else {
+				break
+			}
+		}
+		frames = append(frames, dxFrame{b: blk, co: co, count: count, at: at})
+		if level == levels {
+			break
+		}
+		child := uint64(le32(blk, co+8*at+4) & 0x0fffffff)
+		if child == 0 || child >= n {
+			return 0, errBadDx
+		}
+		blk = make([]byte, v.bs)
+		if hole, _, err := v.dirBlock(dir, &c, child, blk); err != nil {
+			return 0, err
+		} else if hole {
+			return 0, corrupt(dir.Ino, "htree node %d is a hole", child)
+		}
+		co = 8
+		if v.dxCountOffset(blk) != 8 {
+			return 0, errBadDx
+		}
+		wantLimit = (int(v.bs) - 8 - tailRoom) / 8
+	}
+	leaf := make([]byte, v.bs)
+	for visits := uint64(0); visits < n; visits++ {
+		f := &frames[len(frames)-1]
+		lb := uint64(le32(f.b, f.co+8*f.at+4) & 0x0fffffff)
+		if lb >= n {
+			return 0, corrupt(dir.Ino, "htree points to block %d past the directory end", lb)
+		}
+		hole, _, err := v.dirBlock(dir, &c, lb, leaf)
+		if err != nil {
+			return 0, err
+		}
+		if hole {
+			return 0, corrupt(dir.Ino, "htree leaf %d is a hole", lb)
+		}
+		var found uint32
+		if _, err := v.walkEntries(dir, leaf, func(nm []byte, ino uint32, _ uint8) bool {
+			if bytes.Equal(nm, name) {
+				found = ino
+				return false
+			}
+			return true
+		}); err != nil {
+			return 0, err
+		}
+		if found != 0 {
+			return found, nil
+		}
+		// ext4_htree_next_block: move to the next entry at the deepest
+		// level that has one, and go on only if it continues our hash.
+		i := len(frames) - 1
+		for i >= 0 && frames[i].at+1 >= frames[i].count {
+			i--
+		}
+		if i < 0 {
+			return 0, syscall.ENOENT
+		}
+		frames[i].at++
+		next := le32(frames[i].b, frames[i].co+8*frames[i].at)
+		if next&^1 != hash {
+			return 0, syscall.ENOENT
+		}
+		for j := i + 1; j < len(frames); j++ {
+			child := uint64(le32(frames[j-1].b, frames[j-1].co+8*frames[j-1].at+4) & 0x0fffffff)
+			if child == 0 || child >= n {
+				return 0, corrupt(dir.Ino, "htree node points to block %d", child)
+			}
+			if hole, _, err := v.dirBlock(dir, &c, child, frames[j].b); err != nil {
+				return 0, err
+			} else if hole || v.dxCountOffset(frames[j].b) != 8 {
+				return 0, corrupt(dir.Ino, "htree node %d invalid", child)
+			}
+			cnt := int(le16(frames[j].b, 10))
+			if cnt == 0 || cnt > int(le16(frames[j].b, 8)) {
+				return 0, corrupt(dir.Ino, "htree node %d: bad count", child)
+			}
+			frames[j].count, frames[j].at = cnt, 0
+		}
+	}
+	return 0, corrupt(dir.Ino, "htree lookup does not terminate")
+}
