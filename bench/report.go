@@ -127,11 +127,15 @@ func writeReference(b *strings.Builder, res *Result) {
 		if ref.Variant == e.Baseline {
 			continue
 		}
-		ours := "did not run"
+		ours, diff := "did not run", "did not run"
 		if r, ok := res.Ratio(ref.Variant); ok {
 			ours = fmtRatio(r.Median)
+			diff = fmtNs(res.Variant(ref.Variant).NsPerOp-res.Variant(e.Baseline).NsPerOp) + " ns"
 		}
-		fmt.Fprintf(b, "  ratio %s/%s: seed %.3f (%s/%s), ours %s\n", ref.Variant, e.Baseline, ref.NsPerOp/baseRef.NsPerOp, fmtRef(ref.NsPerOp), fmtRef(baseRef.NsPerOp), ours)
+		writeTable(b, [][]string{
+			{"  ratio " + ref.Variant + " / " + e.Baseline + ":", "seed " + fmt.Sprintf("%.3f", ref.NsPerOp/baseRef.NsPerOp), "(" + fmtRef(ref.NsPerOp) + "/" + fmtRef(baseRef.NsPerOp) + "),", "ours " + ours},
+			{"  difference " + ref.Variant + " - " + e.Baseline + ":", "seed " + fmtRef(ref.NsPerOp-baseRef.NsPerOp) + " ns", "", "ours " + diff + " (of medians)"},
+		}, nil)
 	}
 }
 

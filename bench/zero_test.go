@@ -63,7 +63,7 @@ func TestZero(t *testing.T) {
 		if err := WriteSummary(&sum, res); err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range []string{"282 ns/op", "227 ns/op", "ratio iter-wrap/read: seed 1.242"} {
+		for _, s := range []string{"282 ns/op", "227 ns/op", "ratio iter-wrap / read:", "seed 1.242", "difference iter-wrap - read:", "seed 55 ns"} {
 			if !strings.Contains(sum.String(), s) {
 				t.Errorf("summary lacks %q:\n%s", s, sum.String())
 			}
