@@ -93,5 +93,18 @@
 // # Adding an experiment
 //
 // Define an *Experiment and add it to the list in registry.go; the command
-// picks up its name, flags, variants and help from there.
+// picks up its name, flags, variants and help from there:
+//
+//	var daxExperiment = &Experiment{
+//		Name: "dax", Summary: "...", Baseline: "read", Unit: "reads",
+//		Defaults: Params{Loops: 10, Ops: 1 << 20, Size: 4096},
+//		Flags:    []Flag{{Name: "pattern", Default: "seq", Usage: "seq or rand"}},
+//		Setup:    buildImage, // shared by all variants; its env reaches each Variant.Setup
+//		Variants: []Variant{{Name: "read", Doc: "...", Setup: daxRead}, ...},
+//		Report:   seedShapedTable, // optional extra section
+//	}
+//
+// A Variant.Setup returns an [Op] whose Run(n) does n operations and
+// nothing else; it returns an error wrapping [ErrSkip] (see [Skip]) to be
+// left out with a note, as a variant that needs root does.
 package bench
