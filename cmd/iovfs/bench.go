@@ -316,29 +316,32 @@ func (f *benchFlags) checkOutputs() error {
 	return nil
 }
 
-// checkWritable reports why file could not be created or overwritten.
+// checkWritable reports why file could not be created or overwritten. It
+// tries: an existing file is opened for writing and left as it was; a new
+// one is created and removed again.
 func checkWritable(file string) error {
-	if st, err := os.Stat(file); err == nil {
-		if st.IsDir() {
-			return errors.New("is a directory")
-		}
-		if err := unix.Access(file, unix.W_OK); err != nil {
-			return fmt.Errorf("not writable: %w", err)
-		}
-		return nil
+	if st, err := os.Stat(file); err == nil && st.IsDir() {
+		return errors.New("is a directory")
 	}
 	dir := filepath.Dir(file)
-	st, err := os.Stat(dir)
-	if err != nil {
+	if st, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("directory %s: %w", dir, errors.Unwrap(err))
-	}
-	if !st.IsDir() {
+	} else if !st.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
-	if err := unix.Access(dir, unix.W_OK); err != nil {
-		return fmt.Errorf("directory %s not writable: %w", dir, err)
+	f, err := os.OpenFile(file, os.O_WRONLY, 0)
+	if err == nil {
+		return f.Close()
 	}
-	return nil
+	if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("not writable: %w", errors.Unwrap(err))
+	}
+	f, err = os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("cannot create it: %w", errors.Unwrap(err))
+	}
+	f.Close()
+	return os.Remove(file)
 }
 
 // isTerminal reports whether w is a terminal.
