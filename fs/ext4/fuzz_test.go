@@ -260,7 +260,7 @@ func FuzzImage(f *testing.F) {
 				continue
 			}
 			var st walkStats
-			walkVolume(v, time.Now().Add(2*time.Second), &st)
+			walkVolume(v, time.Now().Add(time.Second), 1<<20, &st)
 		}
 	})
 }

@@ -1,0 +1,48 @@
+// Package ext4 reads ext2, ext3 and ext4 file systems, read-only, from any
+// Device (an io.ReaderAt with a size). It is the on-disk layer under the
+// iovfs ext4 driver and knows nothing of the VFS.
+//
+// # Use
+//
+//	v, err := ext4.Open(dev, ext4.Options{Logf: log.Printf})
+//	root, _ := v.Inode(v.Root())
+//	ino, err := v.Lookup(root, "etc")       // htree-indexed when the directory is
+//	dir, _ := v.Inode(ino)
+//	err = v.ReadDir(dir, func(name []byte, ino uint32, ftype uint8) bool { ...; return true })
+//	var c ext4.ExtentCache                  // one per open file
+//	n, err := v.ReadAt(file, &c, buf, off)  // pread(2) semantics: 0, nil at EOF
+//
+// # Data mapping and DAX
+//
+// MapBlocks turns a logical block into a Mapping: the whole extent (or run
+// of consecutive block-map entries) holding it, or a hole. A DAX reader that
+// sees the device as memory copies file bytes itself:
+//
+//	lblk := uint64(off) / bs
+//	m, err := v.MapBlocks(in, &c, lblk)     // a bounds check when c covers lblk
+//	within := uint64(off) - m.Logical*bs
+//	n := min(len(p), m.Len*bs-within, in.Size-off)
+//	if m.Hole || m.Unwritten { clear(p[:n]) } else { copy(p, mem[m.Physical*bs+within:][:n]) }
+//
+// and loops at the end of the run. Every mapped run lies inside the volume,
+// which Open checked lies inside the device. Inline-data files, fast
+// symlinks and special files have no blocks: MapBlocks returns ErrNoBlocks
+// and ReadAt serves them.
+//
+// # Errors
+//
+// Damage is a *CorruptError whose Errno is syscall.EUCLEAN (Linux's
+// EFSCORRUPTED) or, for a metadata_csum mismatch, syscall.EBADMSG (Linux's
+// EFSBADCRC); errors.Is matches either errno. Unimplemented incompatible
+// features make Open fail with a *FeatureError (EINVAL) naming them. Sizes
+// and counts read from disk are checked against the device before they size
+// an allocation, extent trees are at most 5 levels deep, block maps have a
+// fixed depth, and directory walks visit each block once, so no image makes
+// the reader panic, loop or allocate without bound.
+//
+// # Concurrency
+//
+// A Volume and the Inodes it returns may be used from many goroutines. An
+// ExtentCache may not: keep one per open file (under that file's lock) or
+// per goroutine.
+package ext4
