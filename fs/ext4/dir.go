@@ -149,7 +149,9 @@ func (v *Volume) dirBlocks(dir *Inode) uint64 {
 // directory blocks are skipped, as Linux's readdir skips them.
 //
 // Errors: ENOTDIR; EBADMSG for a block failing its checksum; EUCLEAN for a
-// malformed entry or a block shared by two offsets of the directory.
+// malformed entry or a block shared by two offsets of the directory. This
+// is stricter than Linux's linear readdir, which logs such a block and skips
+// it; Lookup matches Linux.
 func (v *Volume) ReadDir(dir *Inode, fn func(name []byte, ino uint32, ftype uint8) bool) error {
 	skipDots := func(name []byte, ino uint32, ft uint8) bool {
 		if string(name) == "." || string(name) == ".." {

@@ -49,7 +49,7 @@ type Inode struct {
 	Nlink      uint32
 	Uid, Gid   uint32 // with the high 16 bits
 	Size       uint64 // i_size_lo | i_size_high<<32
-	Blocks     uint64 // st_blocks, 512-byte units (huge_file aware)
+	Blocks     uint64 // st_blocks as Linux's stat reports it: 512-byte units, huge_file aware, inline data counted
 	Atime      Timespec
 	Mtime      Timespec
 	Ctime      Timespec
@@ -158,6 +158,11 @@ func (v *Volume) parseInode(ino uint32, raw []byte) (*Inode, error) {
 		if in.Flags&FlagHugeFile != 0 {
 			in.Blocks <<= v.bsBits - 9
 		}
+	}
+	if in.Flags&FlagInlineData != 0 && in.Mode&S_IFMT == S_IFREG {
+		// ext4_file_getattr charges a regular file's inline data at least
+		// one sector, so that tools do not take it for sparse.
+		in.Blocks += (in.Size + 511) >> 9
 	}
 	in.xattrBlk = uint64(le32(raw, 0x68))
 	if v.linuxOS && v.incompat&incompat64bit != 0 {
