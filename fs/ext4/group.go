@@ -59,6 +59,13 @@ func (v *Volume) readGroupDescs() error {
 	bp := v.getBuf()
 	defer v.putBuf(bp)
 	buf := *bp
+	badGroups := 0
+	defer func() {
+		if badGroups > 0 {
+			// Linux only warns about these on a read-only mount.
+			v.opt.Logf("ext4: %d group descriptors fail their checksum (ignored on a read-only mount)", badGroups)
+		}
+	}()
 	for nr := uint64(0); nr < nblocks; nr++ {
 		blk := v.descBlock(nr)
 		if blk >= v.blocks {
@@ -79,8 +86,7 @@ func (v *Volume) readGroupDescs() error {
 				c = crc32c(c, zero8[:2])
 				c = crc32c(c, d[0x20:])
 				if uint16(c) != le16(d, 0x1E) {
-					// Linux only warns on a read-only mount.
-					v.opt.Logf("ext4: group descriptor %d: checksum mismatch (ignored on a read-only mount)", g)
+					badGroups++
 				}
 			}
 			it := uint64(le32(d, 0x8))

@@ -68,6 +68,17 @@ func mkfs(t testing.TB, src, size string, args ...string) string {
 	return img
 }
 
+// reindex runs e2fsck -D, which builds htree indexes for large
+// directories (mke2fs -d writes them linear), with the image's default hash.
+func reindex(t testing.TB, img string) {
+	t.Helper()
+	out, err := exec.Command("e2fsck", "-fyD", img).CombinedOutput()
+	var ee *exec.ExitError
+	if err != nil && (!errors.As(err, &ee) || ee.ExitCode() > 1) {
+		t.Fatalf("e2fsck -fyD: %v\n%s", err, out)
+	}
+}
+
 func openImage(t testing.TB, img string, opt Options) *Volume {
 	t.Helper()
 	f, err := os.Open(img)
@@ -289,6 +300,18 @@ func compareTree(t *testing.T, v *Volume, src string, xattrs bool) {
 			if !slices.Equal(got, want) {
 				t.Errorf("%s: listing differs: %d entries, want %d", rel, len(got), len(want))
 			}
+			if len(want) > 1000 && !v.isDx(in) {
+				t.Errorf("%s: %d entries but no htree index (test set-up)", rel, len(want))
+			}
+			if v.isDx(in) {
+				// Every name must be found through the index alone.
+				for _, n := range want {
+					if _, err := v.dxLookup(in, []byte(n)); err != nil {
+						t.Errorf("%s: htree lookup of %q: %v", rel, n, err)
+						break
+					}
+				}
+			}
 		}
 		if xattrs {
 			checkXattrs(t, v, in, p, rel)
@@ -407,6 +430,9 @@ func TestImages(t *testing.T) {
 			src := t.TempDir()
 			xok := makeTree(t, src, tc.tree)
 			img := mkfs(t, src, tc.size, tc.args...)
+			if tc.tree.bigDir > 0 {
+				reindex(t, img)
+			}
 			v := openImage(t, img, Options{})
 			compareTree(t, v, src, xok)
 		})
