@@ -14,6 +14,7 @@ package iov
 
 import (
 	"syscall"
+	"unsafe"
 )
 
 // Linux limits for vectored I/O (include/uapi/linux/uio.h, include/linux/fs.h).
@@ -41,47 +42,83 @@ const (
 // empty single-buffer iterator.
 //
 // An Iter refers to the caller's memory; it never owns or copies the
-// segment list. Segments of length zero are skipped. Len is the number of
-// bytes still to transfer, after clamping to MaxCount.
+// segment list, and it must not be used after the call it was made for.
+// Segments of length zero are skipped. Len is the number of bytes still to
+// transfer, after clamping to MaxCount.
+//
+// An Iter is four machine words, so the compiler keeps it in registers and
+// passes it to an interface method without touching memory. That is what
+// makes a one-buffer Iter as cheap as a slice: a larger struct costs a
+// store and reload of every field per call, which measured 3.5 times the
+// whole cost of a 1-byte read.
 type Iter struct {
-	// cur is the unconsumed part of the current buffer (KindBuf and KindVec).
-	cur []byte
-	// rest holds the segments after cur (KindVec only).
-	rest [][]byte
-	// n is the number of bytes left, including cur; never more than MaxCount.
-	n    int
-	kind Kind
+	// base is the unconsumed part of the current buffer, cur bytes long;
+	// nil when cur is 0. It never points past the end of a buffer.
+	base unsafe.Pointer
+	cur  int
+	// next is the caller's next segment (KindVec), or nil when no segment
+	// is left after the current one.
+	next *[]byte
+	// meta packs the bytes left (low 32 bits), the segments left after the
+	// current one (bits 32-61) and the kind (bits 62-63).
+	meta uint64
+}
+
+const (
+	countMask = 1<<32 - 1
+	segShift  = 32
+	segMask   = 1<<30 - 1
+	kindShift = 62
+	// MaxVecSegments bounds the segments Vec accepts, to fit the count
+	// kept in an Iter.
+	MaxVecSegments = segMask
+	sliceSize      = unsafe.Sizeof([]byte(nil))
+)
+
+func pack(n, segs int, k Kind) uint64 {
+	return uint64(n) | uint64(segs)<<segShift | uint64(k)<<kindShift
 }
 
 // Buf returns an iterator over the single buffer p, clamped to MaxCount.
 func Buf(p []byte) Iter {
-	if len(p) > MaxCount {
-		p = p[:MaxCount]
+	n := min(len(p), MaxCount)
+	if n == 0 {
+		return Iter{}
 	}
-	return Iter{cur: p, n: len(p), kind: KindBuf}
+	return Iter{base: unsafe.Pointer(unsafe.SliceData(p)), cur: n, meta: uint64(n)}
 }
 
 // Discard returns an iterator that accepts and drops n bytes.
 func Discard(n int) Iter {
-	if n > MaxCount {
-		n = MaxCount
-	}
-	return Iter{n: n, kind: KindDiscard}
+	n = max(0, min(n, MaxCount))
+	return Iter{meta: pack(n, 0, KindDiscard)}
 }
 
 // Vec returns an iterator over segs without checking the segment limit, for
-// vectors built inside iovfs. Use Import for vectors that come from a caller.
-// The total is clamped to MaxCount.
+// vectors built inside iovfs; more than MaxVecSegments segments are cut
+// off. Use Import for vectors that come from a caller. The total is
+// clamped to MaxCount.
 func Vec(segs [][]byte) Iter {
-	it := Iter{rest: segs, kind: KindVec}
+	if len(segs) > MaxVecSegments {
+		segs = segs[:MaxVecSegments]
+	}
+	total := 0
 	for _, s := range segs {
-		it.n += len(s)
-		if it.n >= MaxCount {
-			it.n = MaxCount
+		total += len(s)
+		if total >= MaxCount {
+			total = MaxCount
 			break
 		}
 	}
-	it.next()
+	return vec(segs, total)
+}
+
+func vec(segs [][]byte, total int) Iter {
+	if len(segs) == 0 || total == 0 {
+		return Iter{meta: pack(0, 0, KindVec)}
+	}
+	it := Iter{next: &segs[0], meta: pack(total, len(segs), KindVec)}
+	it.load()
 	return it
 }
 
@@ -106,69 +143,101 @@ func Import(segs [][]byte) (it Iter, segments int, err error) {
 			total += len(s)
 		}
 	}
-	it = Iter{rest: segs, n: min(total, MaxCount), kind: KindVec}
-	it.next()
-	return it, segments, nil
-}
-
-// next makes cur the next non-empty segment, within the remaining count.
-func (it *Iter) next() {
-	for len(it.cur) == 0 && len(it.rest) > 0 && it.n > 0 {
-		it.cur = it.rest[0]
-		it.rest = it.rest[1:]
-	}
-	if len(it.cur) > it.n {
-		it.cur = it.cur[:it.n]
-	}
+	return vec(segs, min(total, MaxCount)), segments, nil
 }
 
 // Kind reports what the iterator describes.
-func (it *Iter) Kind() Kind { return it.kind }
+func (it *Iter) Kind() Kind { return Kind(it.meta >> kindShift) }
 
 // Len returns the number of bytes left to transfer.
-func (it *Iter) Len() int { return it.n }
+func (it *Iter) Len() int { return int(it.meta & countMask) }
 
 // Segment returns the unconsumed part of the current buffer, which is empty
 // only when Len is 0 or the kind is KindDiscard. A driver that produces
 // bytes in place may fill it and then call Advance.
-func (it *Iter) Segment() []byte { return it.cur }
+func (it *Iter) Segment() []byte {
+	if it.base == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(it.base), it.cur)
+}
+
+// load makes the next non-empty segment current, within the count left.
+func (it *Iter) load() {
+	for it.cur == 0 {
+		left := int(it.meta>>segShift) & segMask
+		n := it.Len()
+		if left == 0 || n == 0 {
+			it.base, it.next = nil, nil
+			return
+		}
+		s := *it.next
+		left--
+		if left > 0 {
+			it.next = (*[]byte)(unsafe.Add(unsafe.Pointer(it.next), sliceSize))
+		} else {
+			it.next = nil
+		}
+		it.meta = pack(n, left, it.Kind())
+		if len(s) > 0 {
+			it.base = unsafe.Pointer(unsafe.SliceData(s))
+			it.cur = min(len(s), n)
+		}
+	}
+}
+
+// consume drops k <= cur bytes of the current buffer and moves to the next
+// one when it is used up.
+func (it *Iter) consume(k int) {
+	it.meta -= uint64(k)
+	it.cur -= k
+	if it.cur > 0 {
+		it.base = unsafe.Add(it.base, k)
+		return
+	}
+	it.base = nil
+	if it.next != nil {
+		it.load()
+	}
+}
+
+// consumeBuf is consume for the last buffer, small enough to inline.
+func (it *Iter) consumeBuf(k int) {
+	it.meta -= uint64(k)
+	it.cur -= k
+	if it.cur == 0 {
+		it.base = nil
+	} else {
+		it.base = unsafe.Add(it.base, k)
+	}
+}
 
 // Advance consumes n bytes, n <= Len.
 func (it *Iter) Advance(n int) {
-	if n > it.n {
-		n = it.n
-	}
-	it.n -= n
-	if it.kind == KindBuf {
-		it.cur = it.cur[n:]
+	n = max(0, min(n, it.Len()))
+	if it.Kind() == KindDiscard {
+		it.meta -= uint64(n)
 		return
 	}
-	if it.kind == KindDiscard {
-		return
+	for n > 0 && it.cur > 0 {
+		k := min(n, it.cur)
+		it.consume(k)
+		n -= k
 	}
-	for n > 0 {
-		if n < len(it.cur) {
-			it.cur = it.cur[n:]
-			return
-		}
-		n -= len(it.cur)
-		it.cur = nil
-		it.next()
-	}
-	it.next()
 }
 
 // Truncate limits the iterator to at most n more bytes.
 func (it *Iter) Truncate(n int) {
-	if n < 0 {
-		n = 0
-	}
-	if n >= it.n {
+	n = max(n, 0)
+	if n >= it.Len() {
 		return
 	}
-	it.n = n
-	if len(it.cur) > n {
-		it.cur = it.cur[:n]
+	it.meta = it.meta&^countMask | uint64(n)
+	if it.cur > n {
+		it.cur = n
+	}
+	if it.cur == 0 {
+		it.base, it.next = nil, nil
 	}
 }
 
@@ -176,23 +245,26 @@ func (it *Iter) Truncate(n int) {
 // caller's buffers this way) and consumes them. It returns the number of
 // bytes copied: min(len(src), Len()).
 func (it *Iter) CopyOut(src []byte) int {
-	if it.kind == KindBuf {
-		n := copy(it.cur, src)
-		it.cur = it.cur[n:]
-		it.n -= n
+	if it.next == nil && it.base != nil { // one buffer: the hot case
+		n := copy(unsafe.Slice((*byte)(it.base), it.cur), src)
+		it.consumeBuf(n)
 		return n
 	}
-	if it.kind == KindDiscard {
-		n := min(len(src), it.n)
-		it.n -= n
+	return it.copyOutSlow(src)
+}
+
+func (it *Iter) copyOutSlow(src []byte) int {
+	if it.Kind() == KindDiscard {
+		n := min(len(src), it.Len())
+		it.meta -= uint64(n)
 		return n
 	}
 	done := 0
-	for len(src) > 0 && it.n > 0 {
-		n := copy(it.cur, src)
+	for len(src) > 0 && it.cur > 0 {
+		n := copy(unsafe.Slice((*byte)(it.base), it.cur), src)
 		src = src[n:]
 		done += n
-		it.Advance(n)
+		it.consume(n)
 	}
 	return done
 }
@@ -201,24 +273,27 @@ func (it *Iter) CopyOut(src []byte) int {
 // caller's bytes this way) and consumes them. It returns the number of
 // bytes copied: min(len(dst), Len()). A discard iterator yields zeros.
 func (it *Iter) CopyIn(dst []byte) int {
-	if it.kind == KindBuf {
-		n := copy(dst, it.cur)
-		it.cur = it.cur[n:]
-		it.n -= n
+	if it.next == nil && it.base != nil {
+		n := copy(dst, unsafe.Slice((*byte)(it.base), it.cur))
+		it.consumeBuf(n)
 		return n
 	}
-	if it.kind == KindDiscard {
-		n := min(len(dst), it.n)
+	return it.copyInSlow(dst)
+}
+
+func (it *Iter) copyInSlow(dst []byte) int {
+	if it.Kind() == KindDiscard {
+		n := min(len(dst), it.Len())
 		clear(dst[:n])
-		it.n -= n
+		it.meta -= uint64(n)
 		return n
 	}
 	done := 0
-	for len(dst) > 0 && it.n > 0 {
-		n := copy(dst, it.cur)
+	for len(dst) > 0 && it.cur > 0 {
+		n := copy(dst, unsafe.Slice((*byte)(it.base), it.cur))
 		dst = dst[n:]
 		done += n
-		it.Advance(n)
+		it.consume(n)
 	}
 	return done
 }
@@ -226,25 +301,27 @@ func (it *Iter) CopyIn(dst []byte) int {
 // Zero writes up to n zero bytes into the iterator and consumes them. It
 // returns the number of bytes zeroed: min(n, Len()).
 func (it *Iter) Zero(n int) int {
-	if n > it.n {
-		n = it.n
-	}
-	if it.kind == KindBuf {
-		clear(it.cur[:n])
-		it.cur = it.cur[n:]
-		it.n -= n
+	if it.next == nil && it.base != nil {
+		n = max(0, min(n, it.cur))
+		clear(unsafe.Slice((*byte)(it.base), n))
+		it.consumeBuf(n)
 		return n
 	}
-	if it.kind == KindDiscard {
-		it.n -= n
+	return it.zeroSlow(n)
+}
+
+func (it *Iter) zeroSlow(n int) int {
+	n = max(0, min(n, it.Len()))
+	if it.Kind() == KindDiscard {
+		it.meta -= uint64(n)
 		return n
 	}
-	left := n
-	for left > 0 {
-		k := min(left, len(it.cur))
-		clear(it.cur[:k])
-		left -= k
-		it.Advance(k)
+	done := 0
+	for done < n && it.cur > 0 {
+		k := min(n-done, it.cur)
+		clear(unsafe.Slice((*byte)(it.base), k))
+		done += k
+		it.consume(k)
 	}
-	return n
+	return done
 }
