@@ -7,6 +7,8 @@ package vfs
 // write repeats a type assertion.
 
 import (
+	"time"
+
 	"github.com/iovfs/iovfs/iov"
 )
 
@@ -141,4 +143,113 @@ type Ioctler interface {
 // RWF_APPEND; without it, those write at the given offset.
 type Appender interface {
 	Append(src iov.Iter) (off int64, n int, err error)
+}
+
+// Directory operations (Linux's inode_operations). A directory node
+// implements Lookuper (walk.go) and those of the interfaces below that its
+// file system supports; a missing one gives EPERM, as Linux does for a
+// file system without the operation, or EROFS on a read-only mount.
+//
+// The VFS resolves paths, checks the mount (EROFS, EXDEV, EBUSY) and
+// applies the umask before it calls these. Names are single components:
+// never "", ".", ".." or containing '/', and at most 255 bytes. The file
+// system checks what depends on its own state: EEXIST, ENOENT, ENOTDIR,
+// EISDIR, ENOTEMPTY, ENOSPC.
+
+// Cred is the identity a new file is created with.
+type Cred struct {
+	Uid, Gid uint32
+}
+
+// Creator creates a regular file called name with permission bits mode
+// (already masked), or returns EEXIST if the name is taken.
+type Creator interface {
+	Create(name string, mode uint32, c Cred) (Node, error)
+}
+
+// Mkdirer creates a directory.
+type Mkdirer interface {
+	Mkdir(name string, mode uint32, c Cred) (Node, error)
+}
+
+// Symlinker creates a symbolic link called name that points at target.
+type Symlinker interface {
+	Symlink(name, target string, c Cred) (Node, error)
+}
+
+// Linker makes name another hard link to target, a node of the same file
+// system that is not a directory (the VFS checks both).
+type Linker interface {
+	Link(name string, target Node) error
+}
+
+// Unlinker removes the name of a non-directory; a directory gives EISDIR.
+type Unlinker interface {
+	Unlink(name string) error
+}
+
+// Rmdirer removes an empty directory: ENOTEMPTY if it has entries, ENOTDIR
+// if name is not a directory.
+type Rmdirer interface {
+	Rmdir(name string) error
+}
+
+// Renamer moves oldName in this directory to newName in newDir, a
+// directory of the same file system, with rename(2)'s rules: a file
+// replaces a file; a directory replaces an empty directory (ENOTEMPTY
+// otherwise); a directory onto a file gives ENOTDIR; a file onto a
+// directory gives EISDIR; if both names are links to the same node it does
+// nothing. The VFS has already refused moving a directory into its own
+// subtree (EINVAL) and renames across mounts (EXDEV).
+type Renamer interface {
+	Rename(oldName string, newDir Node, newName string) error
+}
+
+// Dirent is one directory entry, as getdents64 reports it.
+type Dirent struct {
+	Name string
+	Ino  uint64
+	Type uint8 // unix.DT_REG, DT_DIR, DT_LNK, DT_CHR, DT_BLK...
+	// Off is the cookie that resumes the listing after this entry.
+	Off int64
+}
+
+// DirReader lists a directory (Linux's iterate_shared). ReadDir calls fn
+// for the entries after cookie off (0 starts at the beginning), in a stable
+// order, until fn returns false or the entries run out. Each entry present
+// for the whole listing is reported exactly once, even if other entries
+// are created or removed meanwhile. "." and ".." are not reported; the VFS
+// adds them.
+type DirReader interface {
+	ReadDir(off int64, fn func(Dirent) bool) error
+}
+
+// SetAttr says which attributes Setattr changes: the fields whose Set bit
+// is in Valid.
+type SetAttr struct {
+	Valid uint32 // SetMode|SetSize|SetAtime|SetMtime|SetUid|SetGid
+	Mode  uint32 // permission bits only
+	Size  int64
+	Uid   uint32
+	Gid   uint32
+	Atime time.Time
+	Mtime time.Time
+}
+
+// SetAttr.Valid bits.
+const (
+	SetMode = 1 << iota
+	SetSize
+	SetAtime
+	SetMtime
+	SetUid
+	SetGid
+)
+
+// Setattrer changes a node's attributes (chmod, truncate, utimes, chown).
+// Changing the size of a directory gives EISDIR, of another non-regular
+// file EINVAL. A size past the file system's limit gives EFBIG or ENOSPC.
+// Every change sets ctime.
+type Setattrer interface {
+	Setattr(a SetAttr) error
 }
