@@ -87,6 +87,9 @@ func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
 // preadv(2) does. A negative off gives EINVAL; a file that cannot seek
 // gives ESPIPE.
 func (p *Proc) Preadv(fd int, iovs [][]byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errEINVAL // only preadv2 reads -1 as the file position
+	}
 	return p.Preadv2(fd, iovs, off, 0)
 }
 

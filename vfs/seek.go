@@ -14,6 +14,9 @@ func (p *Proc) Seek(fd int, off int64, whence int) (int64, error) {
 	if f == nil {
 		return 0, errEBADF
 	}
+	if whence < unix.SEEK_SET || whence > unix.SEEK_HOLE { // ksys_lseek: whence > SEEK_MAX
+		return 0, errEINVAL
+	}
 	if f.mode&fmStream != 0 {
 		return 0, errESPIPE
 	}

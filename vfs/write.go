@@ -85,6 +85,9 @@ func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
 // Pwritev is Writev at offset off, leaving the file position alone, as
 // pwritev(2) does.
 func (p *Proc) Pwritev(fd int, iovs [][]byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errEINVAL // only pwritev2 reads -1 as the file position
+	}
 	return p.Pwritev2(fd, iovs, off, 0)
 }
 
