@@ -23,7 +23,9 @@ func (f *testFS) Root() vfs.Node { return f.root }
 
 type testDir struct{ kids map[string]vfs.Node }
 
-func (d *testDir) Stat() (vfs.Stat, error) { return vfs.Stat{Mode: unix.S_IFDIR | 0o755, Nlink: 2}, nil }
+func (d *testDir) Stat() (vfs.Stat, error) {
+	return vfs.Stat{Mode: unix.S_IFDIR | 0o755, Nlink: 2}, nil
+}
 func (d *testDir) Lookup(name string) (vfs.Node, error) {
 	if name == ".." {
 		return d, nil
@@ -151,7 +153,7 @@ func (f bothFile) Append(src iov.Iter) (int64, int, error) {
 type streamFile struct{ scalarFile }
 
 func (f streamFile) Open(int) (vfs.Handle, error) { return f, nil }
-func (streamFile) Stream()                       {}
+func (streamFile) Stream()                        {}
 
 type setup struct {
 	p                  *vfs.Proc
