@@ -129,11 +129,15 @@ type Syncer interface {
 	Sync() error
 }
 
-// Ioctler handles ioctl(2). req is the Linux request number; arg is the
-// request's argument as a Go value (x/sys/unix's own types where they
-// exist). Unknown requests give ENOTTY.
+// Ioctler handles ioctl(2). p is the calling process, for requests whose
+// argument names one of its descriptors (LOOP_CONFIGURE's backing fd). req
+// is the Linux request number; arg is the request's argument as a Go value
+// (x/sys/unix's own types where they exist: *unix.LoopConfig, *uint64 for
+// BLKGETSIZE64, an int for plain integer arguments). Ioctl returns the
+// request's non-negative result. Unknown requests give ENOTTY; a known
+// request with an argument of the wrong Go type gives EINVAL.
 type Ioctler interface {
-	Ioctl(req uint, arg any) (int, error)
+	Ioctl(p *Proc, req uint, arg any) (int, error)
 }
 
 // Appender is implemented by handles of files that have an end, such as

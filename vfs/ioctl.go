@@ -1,0 +1,25 @@
+package vfs
+
+// Ioctl performs the device-specific request req on fd, as ioctl(2) does,
+// and returns the request's result. arg is the request's argument as a Go
+// value: x/sys/unix's own types where they exist (*unix.LoopConfig for
+// LOOP_CONFIGURE, *unix.LoopInfo64 for LOOP_GET_STATUS64 and
+// LOOP_SET_STATUS64, *uint64 for BLKGETSIZE64, *int for BLKSSZGET), and an
+// int where Linux passes an integer (LOOP_CTL_ADD, LOOP_CTL_REMOVE).
+//
+// A bad fd gives EBADF. A file whose driver has no Ioctler gives ENOTTY,
+// as Linux's vfs_ioctl does for a file without .unlocked_ioctl. Unlike
+// read and write, ioctl does not check the open mode: the driver does,
+// per request, as Linux drivers do.
+func (p *Proc) Ioctl(fd int, req uint, arg any) (int, error) {
+	f := p.files.get(fd)
+	if f == nil || !f.tryRef() {
+		return 0, errEBADF
+	}
+	defer f.release()
+	io, ok := f.h.(Ioctler)
+	if !ok {
+		return 0, errENOTTY
+	}
+	return io.Ioctl(p, req, arg)
+}
