@@ -51,12 +51,13 @@ func (v *Volume) ReadAt(in *Inode, c *ExtentCache, p []byte, off int64) (int, er
 			}
 			return 0, err
 		}
-		// Bytes of this run from pos on; runs end below 2^48 blocks, so
-		// this cannot overflow.
-		runEnd := (m.Logical + m.Len) << v.bsBits
+		// Clip to the run. Blocks are counted before shifting to bytes, as
+		// a hole past the last block map entry can be ~2^48 blocks long.
 		chunk := p[done:]
-		if want := runEnd - pos; uint64(len(chunk)) > want {
-			chunk = chunk[:want]
+		if left := m.Logical + m.Len - pos>>v.bsBits; left <= uint64(len(chunk))>>v.bsBits+1 {
+			if want := left<<v.bsBits - pos&(v.bs-1); uint64(len(chunk)) > want {
+				chunk = chunk[:want]
+			}
 		}
 		if m.Hole || m.Unwritten {
 			clear(chunk)
