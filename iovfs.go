@@ -18,6 +18,7 @@ import (
 
 	"github.com/iovfs/iovfs/dev/mem"
 	"github.com/iovfs/iovfs/fs/devfs"
+	"github.com/iovfs/iovfs/fs/tmpfs"
 	"github.com/iovfs/iovfs/vfs"
 )
 
@@ -38,8 +39,10 @@ func WithDevice(name string, d devfs.Device) Option {
 	return func(c *config) { c.devices = append(c.devices, namedDevice{name, d}) }
 }
 
-// New returns a process in a new namespace with devfs at /dev, holding
-// null, zero, full, random and urandom.
+// New returns a process in a new namespace laid out as a program expects:
+// tmpfs at /, devfs at /dev (null, zero, full, random, urandom and the
+// devices given by WithDevice), a separate tmpfs at /tmp (mode 1777), and
+// an empty /mnt.
 func New(opts ...Option) (*vfs.Proc, error) {
 	var c config
 	for _, o := range opts {
@@ -58,9 +61,24 @@ func New(opts ...Option) (*vfs.Proc, error) {
 			return nil, fmt.Errorf("iovfs: /dev/%s: %w", d.name, err)
 		}
 	}
-	ns := vfs.NewNamespace(newRootFS("dev"))
-	if err := ns.MountFS("/dev", dev, false); err != nil {
-		return nil, err
+	ns := vfs.NewNamespace(tmpfs.New(tmpfs.Options{Mode: 0o755, ModeSet: true}))
+	p := vfs.NewProc(ns)
+	for _, d := range []struct {
+		path string
+		mode uint32
+	}{{"/dev", 0o755}, {"/tmp", 0o1777}, {"/mnt", 0o755}} {
+		if err := p.Mkdir(d.path, 0o777); err != nil {
+			return nil, fmt.Errorf("iovfs: %w", err)
+		}
+		if err := p.Chmod(d.path, d.mode); err != nil {
+			return nil, fmt.Errorf("iovfs: %w", err)
+		}
 	}
-	return vfs.NewProc(ns), nil
+	if err := ns.MountFS("/dev", dev, false); err != nil {
+		return nil, fmt.Errorf("iovfs: %w", err)
+	}
+	if err := p.Mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777"); err != nil {
+		return nil, fmt.Errorf("iovfs: %w", err)
+	}
+	return p, nil
 }

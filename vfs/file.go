@@ -48,6 +48,8 @@ type file struct {
 	// mnt is the mount the node was opened on; it counts open files for
 	// EBUSY on unmount.
 	mnt *mount
+	// loc is where the file was opened, for getdents' "..".
+	loc location
 
 	// refs counts the descriptors that refer to the file.
 	refs atomic.Int32
@@ -138,6 +140,7 @@ func (f *file) release() error {
 	}
 	if f.mnt != nil {
 		f.mnt.openFiles.Add(-1)
+		defer f.mnt.maybeShutdown()
 	}
 	if r, ok := f.h.(Releaser); ok {
 		return r.Release()

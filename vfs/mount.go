@@ -1,17 +1,74 @@
 package vfs
 
-// Mounts. The mount table is an immutable map replaced on every change, so
-// the path walk reads it with one atomic load and no lock.
+// Mounts (Linux fs/namespace.c). The mount table is an immutable map
+// replaced on every change, so the path walk reads it with one atomic load
+// and no lock. File system types register by name (RegisterFS) and are
+// mounted with Proc.Mount.
 
 import (
+	"sort"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
 // A FileSystem is a mounted instance of a file system.
 type FileSystem interface {
 	// Root returns the root directory.
 	Root() Node
+}
+
+// Shutdowner is a FileSystem that holds resources (an open block device,
+// say). Shutdown is called once, after the file system is unmounted and
+// its last open file is closed.
+type Shutdowner interface {
+	Shutdown() error
+}
+
+// MountRequest is what a file system type is asked to mount.
+type MountRequest struct {
+	// Proc is the process calling mount; a file system that reads a block
+	// device opens Source through it.
+	Proc   *Proc
+	Source string
+	Flags  uintptr // MS_* flags
+	Data   string  // file-system-specific options, comma-separated
+}
+
+// MountFunc creates a file system instance for a mount request. Its errors
+// are syscall.Errno values, or wrap one.
+type MountFunc func(req MountRequest) (FileSystem, error)
+
+var registry struct {
+	sync.RWMutex
+	types map[string]MountFunc
+}
+
+// RegisterFS makes the file system type name available to Mount. It panics
+// if name is registered twice, as a programming error.
+func RegisterFS(name string, fn MountFunc) {
+	registry.Lock()
+	defer registry.Unlock()
+	if registry.types == nil {
+		registry.types = map[string]MountFunc{}
+	}
+	if _, dup := registry.types[name]; dup {
+		panic("vfs: file system type " + name + " registered twice")
+	}
+	registry.types[name] = fn
+}
+
+// FSTypes returns the registered file system type names, sorted.
+func FSTypes() []string {
+	registry.RLock()
+	defer registry.RUnlock()
+	names := make([]string, 0, len(registry.types))
+	for n := range registry.types {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // Namespace is a tree of mounts, shared by the processes that see it.
@@ -40,6 +97,23 @@ type mount struct {
 
 	// openFiles counts the open files on this mount (EBUSY on unmount).
 	openFiles atomic.Int64
+	// detached is set when the mount leaves the namespace.
+	detached     atomic.Bool
+	shutdownOnce sync.Once
+}
+
+func (m *mount) attached() bool { return !m.detached.Load() }
+
+// shutdown releases the file system once it is detached and unused.
+func (m *mount) maybeShutdown() {
+	if !m.detached.Load() || m.openFiles.Load() != 0 {
+		return
+	}
+	m.shutdownOnce.Do(func() {
+		if s, ok := m.fs.(Shutdowner); ok {
+			s.Shutdown()
+		}
+	})
 }
 
 // NewNamespace returns a namespace whose root is fs.
@@ -62,45 +136,146 @@ func (ns *Namespace) mountedOn(parent *mount, node Node) *mount {
 	return (*ns.mounts.Load())[mountKey{parent, node}]
 }
 
-// attach mounts fs on the directory dir of mount parent.
-func (ns *Namespace) attach(parent *mount, dir Node, fs FileSystem, readonly bool) *mount {
-	m := &mount{fs: fs, root: fs.Root(), parent: parent, point: dir, dev: ns.newDev(), readonly: readonly}
-	ns.mu.Lock()
-	defer ns.mu.Unlock()
+// update replaces the mount table with a copy changed by fn, under mu.
+func (ns *Namespace) update(fn func(map[mountKey]*mount)) {
 	old := *ns.mounts.Load()
 	next := make(map[mountKey]*mount, len(old)+1)
 	for k, v := range old {
 		next[k] = v
 	}
-	// Mounting over a mount point stacks: the new mount covers the old
-	// mount's root.
-	for {
-		top := next[mountKey{parent, dir}]
-		if top == nil {
-			break
-		}
-		parent, dir = top, top.root
-	}
-	m.parent, m.point = parent, dir
-	next[mountKey{parent, dir}] = m
+	fn(next)
 	ns.mounts.Store(&next)
+}
+
+// attach mounts fs on the directory dir of mount parent, on top of any
+// mount already there, as Linux stacks mounts.
+func (ns *Namespace) attach(parent *mount, dir Node, fs FileSystem, root Node, readonly bool) *mount {
+	m := &mount{fs: fs, root: root, dev: ns.newDev(), readonly: readonly}
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	ns.update(func(t map[mountKey]*mount) {
+		for {
+			top := t[mountKey{parent, dir}]
+			if top == nil {
+				break
+			}
+			parent, dir = top, top.root
+		}
+		m.parent, m.point = parent, dir
+		t[mountKey{parent, dir}] = m
+	})
 	return m
 }
 
 // MountFS mounts fs on the directory at path, for set-up code that has a
 // FileSystem value in hand rather than a registered type.
 func (ns *Namespace) MountFS(path string, fs FileSystem, readonly bool) error {
-	loc, err := ns.walk(location{ns.root, ns.root.root}, path, true)
+	loc, err := ns.walk(location{}, path, true)
+	if err == nil {
+		err = mustDir(loc.node)
+	}
 	if err != nil {
 		return pathErr("mount", path, err)
 	}
-	st, err := loc.node.Stat()
-	if err != nil {
-		return pathErr("mount", path, err)
-	}
-	if !st.IsDir() {
-		return pathErr("mount", path, errENOTDIR)
-	}
-	ns.attach(loc.mnt, loc.node, fs, readonly)
+	ns.attach(loc.mnt, loc.node, fs, fs.Root(), readonly)
 	return nil
+}
+
+// Mount mounts a file system of type fstype, made from source and data, on
+// the directory target, as mount(2) does. MS_RDONLY makes writes give
+// EROFS; MS_BIND mounts the directory source again at target (fstype is
+// then ignored). A target that is not a directory gives ENOTDIR, an
+// unknown fstype ENODEV. Other MS_* flags are accepted and ignored.
+func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) error {
+	loc, err := p.walk(target, true)
+	if err == nil {
+		err = mustDir(loc.node)
+	}
+	if err != nil {
+		return pathErr("mount", target, err)
+	}
+	readonly := flags&unix.MS_RDONLY != 0
+	if flags&unix.MS_BIND != 0 {
+		src, err := p.walk(source, true)
+		if err != nil {
+			return pathErr("mount", source, err)
+		}
+		p.ns.attach(loc.mnt, loc.node, src.mnt.fs, src.node, readonly || src.mnt.readonly)
+		return nil
+	}
+	registry.RLock()
+	fn := registry.types[fstype]
+	registry.RUnlock()
+	if fn == nil {
+		return pathErr("mount", target, unix.ENODEV)
+	}
+	fs, err := fn(MountRequest{Proc: p, Source: source, Flags: flags, Data: data})
+	if err != nil {
+		return pathErr("mount", source, err)
+	}
+	p.ns.attach(loc.mnt, loc.node, fs, fs.Root(), readonly)
+	return nil
+}
+
+// Unmount removes the mount at target, as umount2(2) does. target must be
+// the root of a mount (EINVAL otherwise; the namespace root gives EBUSY).
+// A mount with open files or with mounts below it gives EBUSY, unless
+// flags has MNT_DETACH: then it leaves the namespace at once, with the
+// mounts below it, and its file system is shut down when its last open
+// file is closed. UMOUNT_NOFOLLOW does not follow a final symlink; MNT_FORCE
+// is accepted; other flags give EINVAL.
+func (p *Proc) Unmount(target string, flags int) error {
+	if flags&^(unix.MNT_DETACH|unix.MNT_FORCE|unix.UMOUNT_NOFOLLOW) != 0 {
+		return pathErr("umount", target, errEINVAL)
+	}
+	loc, err := p.walk(target, flags&unix.UMOUNT_NOFOLLOW == 0)
+	if err != nil {
+		return pathErr("umount", target, err)
+	}
+	m := loc.mnt
+	if loc.node != m.root {
+		return pathErr("umount", target, errEINVAL)
+	}
+	if m.parent == nil {
+		return pathErr("umount", target, unix.EBUSY)
+	}
+	ns := p.ns
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	if !m.attached() {
+		return pathErr("umount", target, errEINVAL)
+	}
+	t := *ns.mounts.Load()
+	below := ns.subtree(t, m)
+	if flags&unix.MNT_DETACH == 0 && (m.openFiles.Load() != 0 || len(below) > 1) {
+		return pathErr("umount", target, unix.EBUSY)
+	}
+	ns.update(func(t map[mountKey]*mount) {
+		for _, c := range below {
+			delete(t, mountKey{c.parent, c.point})
+		}
+	})
+	for _, c := range below {
+		c.detached.Store(true)
+		c.maybeShutdown()
+	}
+	return nil
+}
+
+// subtree returns m and every mount below it in table t.
+func (ns *Namespace) subtree(t map[mountKey]*mount, m *mount) []*mount {
+	out := []*mount{m}
+	for i := 0; i < len(out); i++ {
+		for _, c := range t {
+			if c.parent == out[i] {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// isMountpoint reports whether a mount covers node of mount m.
+func (ns *Namespace) isMountpoint(m *mount, node Node) bool {
+	return ns.mountedOn(m, node) != nil
 }

@@ -6,22 +6,55 @@
 // values are golang.org/x/sys/unix's, errors from descriptor calls are bare
 // syscall.Errno values and errors from path calls are *fs.PathError
 // wrapping one. Each system call family has its own file: read.go,
-// write.go, seek.go, open.go, dup.go, stat.go.
+// write.go, seek.go, open.go, dup.go, stat.go, mkdir.go, unlink.go,
+// rename.go, link.go, attr.go, getdents.go, chdir.go, mount.go.
+//
+// A Proc acts as root: file permission bits are kept and reported, but not
+// enforced, as for a process with CAP_DAC_OVERRIDE.
 package vfs
 
-// Proc is a process: a file descriptor table and a view of a namespace.
-// Its methods are safe for concurrent use.
+import (
+	"sync/atomic"
+)
+
+// Proc is a process: a file descriptor table, a current directory, a umask
+// and a view of a namespace. Its methods are safe for concurrent use.
 type Proc struct {
 	ns    *Namespace
 	files fdTable
+	// cwd is replaced whole by Chdir; the walk loads it once.
+	cwd   atomic.Pointer[location]
+	umask atomic.Uint32
+	cred  Cred
 }
 
-// NewProc returns a process with an empty descriptor table, in ns.
+// NewProc returns a process with an empty descriptor table, in ns, with
+// the namespace root as its current directory and a umask of 022.
 func NewProc(ns *Namespace) *Proc {
 	p := &Proc{ns: ns}
 	p.files.init()
+	p.cwd.Store(&location{ns.root, ns.root.root})
+	p.umask.Store(0o022)
 	return p
 }
 
 // Namespace returns the namespace the process sees.
 func (p *Proc) Namespace() *Namespace { return p.ns }
+
+// Umask sets the file mode creation mask and returns the previous one, as
+// umask(2) does.
+func (p *Proc) Umask(mask uint32) uint32 { return p.umask.Swap(mask & 0o777) }
+
+// walk resolves path for this process.
+func (p *Proc) walk(path string, follow bool) (location, error) {
+	return p.ns.walk(*p.cwd.Load(), path, follow)
+}
+
+// walkParent resolves all of path but its last component.
+func (p *Proc) walkParent(path string) (location, string, bool, error) {
+	if err := checkPath(path); err != nil {
+		return location{}, "", false, err
+	}
+	w := walker{ns: p.ns}
+	return w.parent(p.ns.start(*p.cwd.Load(), path), path)
+}

@@ -29,6 +29,8 @@ func (p *Proc) Seek(fd int, off int64, whence int) (int64, error) {
 	var err error
 	if f.seek != nil {
 		pos, err = f.seek.Llseek(f.pos, off, whence)
+	} else if isDir(f.node) {
+		pos, err = f.dirSeek(off, whence)
 	} else {
 		pos, err = f.genericSeek(off, whence)
 	}
@@ -91,4 +93,20 @@ func SeekInFile(size, off int64, whence int) (int64, error) {
 		return 0, errEINVAL
 	}
 	return pos, nil
+}
+
+// dirSeek is Linux's dcache_dir_lseek for directories: SEEK_SET and
+// SEEK_CUR only.
+func (f *file) dirSeek(off int64, whence int) (int64, error) {
+	switch whence {
+	case unix.SEEK_SET:
+	case unix.SEEK_CUR:
+		off += f.pos
+	default:
+		return 0, errEINVAL
+	}
+	if off < 0 {
+		return 0, errEINVAL
+	}
+	return off, nil
 }

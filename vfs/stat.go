@@ -42,3 +42,29 @@ func (p *Proc) Fstat(fd int) (Stat, error) {
 	}
 	return f.stat()
 }
+
+// Stat returns the metadata of the file at path, following symlinks, as
+// stat(2) does.
+func (p *Proc) Stat(path string) (Stat, error) {
+	return p.statPath("stat", path, true)
+}
+
+// Lstat is Stat without following a final symlink, as lstat(2) does.
+func (p *Proc) Lstat(path string) (Stat, error) {
+	return p.statPath("lstat", path, false)
+}
+
+func (p *Proc) statPath(op, path string, follow bool) (Stat, error) {
+	loc, err := p.walk(path, follow)
+	if err != nil {
+		return Stat{}, pathErr(op, path, err)
+	}
+	st, err := loc.node.Stat()
+	if err != nil {
+		return Stat{}, pathErr(op, path, err)
+	}
+	if st.Dev == 0 {
+		st.Dev = loc.mnt.dev
+	}
+	return st, nil
+}

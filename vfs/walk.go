@@ -1,7 +1,8 @@
 package vfs
 
 // The path walk (Linux fs/namei.c). Each step asks the directory's own
-// Lookup; the walk takes no global lock.
+// Lookup; the walk takes no global lock: the mount table is one atomic
+// load, and the process's cwd is read once at the start.
 
 import (
 	"strings"
@@ -35,80 +36,145 @@ type location struct {
 	node Node
 }
 
-// walk resolves path from start. follow says whether a symlink in the last
-// component is followed.
-func (ns *Namespace) walk(start location, path string, follow bool) (location, error) {
-	links := 0
-	return ns.walkLinks(start, path, follow, &links)
+// walker is one path resolution; links counts the symlinks followed, for
+// ELOOP.
+type walker struct {
+	ns    *Namespace
+	links int
 }
 
-func (ns *Namespace) walkLinks(start location, path string, follow bool, links *int) (location, error) {
-	if len(path) == 0 {
-		return location{}, errENOENT
+// start returns where a walk of path begins: the root for an absolute path,
+// cwd otherwise.
+func (ns *Namespace) start(cwd location, path string) location {
+	if strings.HasPrefix(path, "/") || cwd.mnt == nil {
+		return location{ns.root, ns.root.root}
+	}
+	return cwd
+}
+
+// walk resolves path from cwd. follow says whether a symlink in the last
+// component is followed.
+func (ns *Namespace) walk(cwd location, path string, follow bool) (location, error) {
+	w := walker{ns: ns}
+	return w.resolve(ns.start(cwd, path), path, follow)
+}
+
+// checkPath applies the length limits of getname and the empty-path rule.
+func checkPath(path string) error {
+	if path == "" {
+		return errENOENT
 	}
 	if len(path) >= maxPath {
-		return location{}, syscall.ENAMETOOLONG
+		return syscall.ENAMETOOLONG
 	}
-	cur := start
+	return nil
+}
+
+// resolve walks path from cur.
+func (w *walker) resolve(cur location, path string, follow bool) (location, error) {
+	if err := checkPath(path); err != nil {
+		return location{}, err
+	}
+	dir, name, trailing, err := w.parent(cur, path)
+	if err != nil {
+		return location{}, err
+	}
+	loc, err := w.step(dir, name, follow || trailing)
+	if err != nil {
+		return location{}, err
+	}
+	if trailing {
+		if err := mustDir(loc.node); err != nil {
+			return location{}, err
+		}
+	}
+	return loc, nil
+}
+
+// parent walks every component of path but the last and returns the
+// directory reached, the last component ("" when path is all slashes, "."
+// or ".." as written), and whether path ended in a slash.
+func (w *walker) parent(cur location, path string) (location, string, bool, error) {
 	if path[0] == '/' {
-		cur = location{ns.root, ns.root.root}
+		cur = location{w.ns.root, w.ns.root.root}
 	}
-	rest := path
+	trimmed := strings.TrimRight(path, "/")
+	trailing := len(trimmed) < len(path)
+	rest := trimmed
 	for {
 		for len(rest) > 0 && rest[0] == '/' {
 			rest = rest[1:]
 		}
-		if rest == "" {
-			return cur, nil
-		}
-		name := rest
-		if i := strings.IndexByte(rest, '/'); i >= 0 {
-			name, rest = rest[:i], rest[i:]
-		} else {
-			rest = ""
-		}
-		last := strings.TrimLeft(rest, "/") == ""
-		if len(name) > maxName {
-			return location{}, syscall.ENAMETOOLONG
-		}
-		if name == "." {
-			if err := mustDir(cur.node); err != nil {
-				return location{}, err
+		i := strings.IndexByte(rest, '/')
+		if i < 0 {
+			if len(rest) > maxName {
+				return location{}, "", false, syscall.ENAMETOOLONG
 			}
-			continue
-		}
-		if name == ".." {
 			if err := mustDir(cur.node); err != nil {
-				return location{}, err
+				return location{}, "", false, err
 			}
-			cur = ns.parentOf(cur)
-			continue
+			return cur, rest, trailing, nil
 		}
-		dir, ok := cur.node.(Lookuper)
-		if !ok {
-			return location{}, errENOTDIR
-		}
-		child, err := dir.Lookup(name)
+		next, err := w.step(cur, rest[:i], true)
 		if err != nil {
+			return location{}, "", false, err
+		}
+		if err := mustDir(next.node); err != nil {
+			return location{}, "", false, err
+		}
+		cur, rest = next, rest[i:]
+	}
+}
+
+// step resolves one component name in directory cur, following a symlink
+// there if follow is set.
+func (w *walker) step(cur location, name string, follow bool) (location, error) {
+	switch name {
+	case "", ".":
+		return cur, mustDir(cur.node)
+	case "..":
+		if err := mustDir(cur.node); err != nil {
 			return location{}, err
 		}
-		next := ns.crossMounts(location{cur.mnt, child})
-		if rl, ok := next.node.(Readlinker); ok && (!last || follow || rest != "") {
-			*links++
-			if *links > maxSymlinks {
-				return location{}, syscall.ELOOP
-			}
-			target, err := rl.Readlink()
-			if err != nil {
-				return location{}, err
-			}
-			next, err = ns.walkLinks(cur, target, true, links)
-			if err != nil {
-				return location{}, err
-			}
-		}
-		cur = next
+		return w.ns.parentOf(cur), nil
 	}
+	if len(name) > maxName {
+		return location{}, syscall.ENAMETOOLONG
+	}
+	dir, ok := cur.node.(Lookuper)
+	if !ok {
+		return location{}, errENOTDIR
+	}
+	child, err := dir.Lookup(name)
+	if err != nil {
+		return location{}, err
+	}
+	next := w.ns.crossMounts(location{cur.mnt, child})
+	if !follow {
+		return next, nil
+	}
+	return w.follow(cur, next)
+}
+
+// follow resolves next if it is a symlink, relative to dir, the directory
+// that holds it.
+func (w *walker) follow(dir, next location) (location, error) {
+	rl, ok := next.node.(Readlinker)
+	if !ok {
+		return next, nil
+	}
+	w.links++
+	if w.links > maxSymlinks {
+		return location{}, syscall.ELOOP
+	}
+	target, err := rl.Readlink()
+	if err != nil {
+		return location{}, err
+	}
+	if target == "" {
+		return location{}, errENOENT
+	}
+	return w.resolve(dir, target, true)
 }
 
 // crossMounts follows mounts stacked on loc.
@@ -142,16 +208,15 @@ func (ns *Namespace) parentOf(loc location) location {
 	return ns.crossMounts(location{loc.mnt, up})
 }
 
+// isDir reports whether n is a directory.
+func isDir(n Node) bool {
+	st, err := n.Stat()
+	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
 // mustDir returns ENOTDIR unless n is a directory.
 func mustDir(n Node) error {
-	if _, ok := n.(Lookuper); ok {
-		return nil
-	}
-	st, err := n.Stat()
-	if err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	if !isDir(n) {
 		return errENOTDIR
 	}
 	return nil

@@ -1,0 +1,77 @@
+package vfs
+
+import "strings"
+
+// Chdir makes path the current directory, as chdir(2) does.
+func (p *Proc) Chdir(path string) error {
+	loc, err := p.walk(path, true)
+	if err == nil {
+		err = mustDir(loc.node)
+	}
+	if err != nil {
+		return pathErr("chdir", path, err)
+	}
+	p.cwd.Store(&loc)
+	return nil
+}
+
+// Getcwd returns the absolute path of the current directory, as getcwd(2)
+// does. A directory that has been removed gives ENOENT.
+func (p *Proc) Getcwd() (string, error) {
+	loc := *p.cwd.Load()
+	var parts []string
+	for {
+		if loc.node == loc.mnt.root {
+			if loc.mnt.parent == nil {
+				break
+			}
+			if !loc.mnt.attached() {
+				return "", errENOENT
+			}
+			loc = location{loc.mnt.parent, loc.mnt.point}
+			continue
+		}
+		up := p.ns.parentOf(loc)
+		name, err := nameIn(up.node, loc.node)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, name)
+		loc = up
+	}
+	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
+		parts[i], parts[j] = parts[j], parts[i]
+	}
+	return "/" + strings.Join(parts, "/"), nil
+}
+
+// nameIn finds the name under which dir holds child.
+func nameIn(dir, child Node) (string, error) {
+	rd, ok := dir.(DirReader)
+	if !ok {
+		return "", errENOENT
+	}
+	want, err := child.Stat()
+	if err != nil {
+		return "", err
+	}
+	lk, _ := dir.(Lookuper)
+	found := ""
+	err = rd.ReadDir(0, func(d Dirent) bool {
+		if d.Ino != want.Ino || lk == nil {
+			return true
+		}
+		if n, err := lk.Lookup(d.Name); err == nil && n == child {
+			found = d.Name
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return "", err
+	}
+	if found == "" {
+		return "", errENOENT
+	}
+	return found, nil
+}
