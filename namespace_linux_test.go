@@ -113,13 +113,15 @@ func (h hostSide) seek(fd int, off int64, whence int) (int64, error) {
 	return unix.Seek(fd, off, whence)
 }
 func (h hostSide) ftruncate(fd int, size int64) error { return unix.Ftruncate(fd, size) }
-func (h hostSide) dup(fd int) (int, error)            { return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0) }
-func (h hostSide) mkdir(p string, perm uint32) error  { return unix.Mkdir(h.p(p), perm) }
-func (h hostSide) rmdir(p string) error               { return unix.Rmdir(h.p(p)) }
-func (h hostSide) unlink(p string) error              { return unix.Unlink(h.p(p)) }
-func (h hostSide) rename(a, b string) error           { return unix.Rename(h.p(a), h.p(b)) }
-func (h hostSide) link(a, b string) error             { return unix.Link(h.p(a), h.p(b)) }
-func (h hostSide) symlink(t, p string) error          { return unix.Symlink(t, h.p(p)) }
+func (h hostSide) dup(fd int) (int, error) {
+	return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+}
+func (h hostSide) mkdir(p string, perm uint32) error { return unix.Mkdir(h.p(p), perm) }
+func (h hostSide) rmdir(p string) error              { return unix.Rmdir(h.p(p)) }
+func (h hostSide) unlink(p string) error             { return unix.Unlink(h.p(p)) }
+func (h hostSide) rename(a, b string) error          { return unix.Rename(h.p(a), h.p(b)) }
+func (h hostSide) link(a, b string) error            { return unix.Link(h.p(a), h.p(b)) }
+func (h hostSide) symlink(t, p string) error         { return unix.Symlink(t, h.p(p)) }
 func (h hostSide) readlink(p string) (string, error) {
 	b := make([]byte, 4096)
 	n, err := unix.Readlink(h.p(p), b)
