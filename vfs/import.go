@@ -1,0 +1,381 @@
+package vfs
+
+// Host files in the descriptor table. An imported file is a duplicate of a
+// host descriptor; every read and write on it is one host system call
+// (pread, preadv, pwrite, pwritev) through golang.org/x/sys/unix, so its
+// semantics are the host kernel's own, errno for errno.
+//
+// The iovfs descriptor keeps its own file position, which starts at the
+// host descriptor's offset when the file is imported. Reads and writes
+// take explicit offsets and never move the host offset; lseek moves only
+// the iovfs position, except SEEK_DATA and SEEK_HOLE, which ask the host
+// and so also move the offset the host descriptors share.
+//
+// Invariant: the host descriptor stays open while a call that uses it is
+// in flight. mu is held for reading by every such call and for writing by
+// Release, which closes it; a call after Release gives EBADF.
+
+import (
+	"os"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/iovfs/iovfs/iov"
+	"golang.org/x/sys/unix"
+)
+
+// ImportFile puts a duplicate of the host file f into the descriptor table
+// and returns its descriptor. The caller keeps f and may close it; the
+// duplicate shares f's open file description (flags and host offset), as
+// dup(2) gives, and is closed when its last iovfs descriptor is closed.
+//
+// The access mode and O_APPEND come from fcntl(F_GETFL); Fstat comes from
+// the host's fstat, with the size of a host block device filled in from
+// BLKGETSIZE64. Pipes and sockets are streams: pread on them gives ESPIPE,
+// and read and write use the host's read and write.
+func (p *Proc) ImportFile(f *os.File) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	var nfd, flags int
+	var ctlErr error
+	if err := rc.Control(func(fd uintptr) {
+		nfd, ctlErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+		if ctlErr == nil {
+			flags, ctlErr = unix.FcntlInt(fd, unix.F_GETFL, 0)
+		}
+	}); err != nil {
+		return -1, err
+	}
+	if ctlErr != nil {
+		return -1, ctlErr
+	}
+	if flags&unix.O_PATH != 0 {
+		unix.Close(nfd)
+		return -1, errEBADF
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(nfd, &st); err != nil {
+		unix.Close(nfd)
+		return -1, err
+	}
+	h := &hostFile{f: os.NewFile(uintptr(nfd), f.Name()), fd: nfd}
+	var handle Handle = h
+	if t := st.Mode & unix.S_IFMT; t == unix.S_IFIFO || t == unix.S_IFSOCK {
+		handle = &hostStream{h}
+	}
+	file := newFile(h, handle, flags&^unix.O_CLOEXEC)
+	if _, ok := handle.(*hostFile); ok {
+		if pos, err := unix.Seek(nfd, 0, unix.SEEK_CUR); err == nil {
+			file.pos = pos
+		}
+	}
+	fd, err := p.files.install(file, 0)
+	if err != nil {
+		file.release()
+		return -1, err
+	}
+	return fd, nil
+}
+
+// hostFile is both the node and the handle of an imported host file.
+type hostFile struct {
+	f  *os.File // owns fd
+	fd int
+
+	// mu is read-held by calls that use fd and write-held by Release.
+	mu     sync.RWMutex
+	closed bool
+}
+
+// acquire read-locks the descriptor; it fails with EBADF after Release.
+func (h *hostFile) acquire() bool {
+	h.mu.RLock()
+	if h.closed {
+		h.mu.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (h *hostFile) Stat() (Stat, error) {
+	if !h.acquire() {
+		return Stat{}, errEBADF
+	}
+	defer h.mu.RUnlock()
+	var st unix.Stat_t
+	if err := unix.Fstat(h.fd, &st); err != nil {
+		return Stat{}, err
+	}
+	s := Stat{
+		Dev: st.Dev, Ino: st.Ino, Mode: st.Mode, Nlink: uint64(st.Nlink),
+		Uid: st.Uid, Gid: st.Gid, Rdev: st.Rdev, Size: st.Size,
+		Blksize: int64(st.Blksize), Blocks: st.Blocks,
+		Atime: time.Unix(st.Atim.Unix()), Mtime: time.Unix(st.Mtim.Unix()), Ctime: time.Unix(st.Ctim.Unix()),
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFBLK {
+		// Linux reports st_size 0 for a block device node; iovfs reports
+		// the device size for its own block devices, and does the same
+		// here so a loop device over an imported disk sees its size.
+		var size uint64
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(h.fd), unix.BLKGETSIZE64, uintptr(unsafe.Pointer(&size))); e == 0 {
+			s.Size = int64(size)
+		}
+	}
+	return s, nil
+}
+
+func (h *hostFile) Read(p []byte, off int64) (int, error) {
+	if !h.acquire() {
+		return 0, errEBADF
+	}
+	n, err := unix.Pread(h.fd, p, off)
+	h.mu.RUnlock()
+	return hostCount(n, err)
+}
+
+func (h *hostFile) Write(p []byte, off int64) (int, error) {
+	if !h.acquire() {
+		return 0, errEBADF
+	}
+	n, err := unix.Pwrite(h.fd, p, off)
+	h.mu.RUnlock()
+	return hostCount(n, err)
+}
+
+func (h *hostFile) ReadIter(dst iov.Iter, off int64) (int, error) {
+	if !h.acquire() {
+		return 0, errEBADF
+	}
+	n, err := hostVec(unix.SYS_PREADV, h.fd, dst, off)
+	h.mu.RUnlock()
+	return n, err
+}
+
+func (h *hostFile) WriteIter(src iov.Iter, off int64) (int, error) {
+	if !h.acquire() {
+		return 0, errEBADF
+	}
+	n, err := hostVec(unix.SYS_PWRITEV, h.fd, src, off)
+	h.mu.RUnlock()
+	return n, err
+}
+
+// Append writes src through the host, which appends because the host
+// descriptor has O_APPEND (Linux pwrite on an O_APPEND file ignores the
+// offset). The offset reported is the size after the write less the count,
+// which another writer of the host file may make stale.
+func (h *hostFile) Append(src iov.Iter) (int64, int, error) {
+	if !h.acquire() {
+		return 0, 0, errEBADF
+	}
+	defer h.mu.RUnlock()
+	n, err := hostVec(unix.SYS_PWRITEV, h.fd, src, 0)
+	if n <= 0 {
+		return 0, 0, err
+	}
+	var st unix.Stat_t
+	if unix.Fstat(h.fd, &st) != nil {
+		return 0, n, nil
+	}
+	return st.Size - int64(n), n, nil
+}
+
+// Llseek keeps the position in iovfs. SEEK_END uses the size Stat
+// reports; SEEK_DATA and SEEK_HOLE ask the host, which knows the holes.
+func (h *hostFile) Llseek(pos, off int64, whence int) (int64, error) {
+	switch whence {
+	case unix.SEEK_SET:
+		pos = off
+	case unix.SEEK_CUR:
+		pos += off
+	case unix.SEEK_END:
+		st, err := h.Stat()
+		if err != nil {
+			return 0, err
+		}
+		pos = st.Size + off
+	case unix.SEEK_DATA, unix.SEEK_HOLE:
+		if !h.acquire() {
+			return 0, errEBADF
+		}
+		defer h.mu.RUnlock()
+		return unix.Seek(h.fd, off, whence)
+	default:
+		return 0, errEINVAL
+	}
+	if pos < 0 {
+		return 0, errEINVAL
+	}
+	return pos, nil
+}
+
+func (h *hostFile) Sync() error {
+	if !h.acquire() {
+		return errEBADF
+	}
+	defer h.mu.RUnlock()
+	return unix.Fsync(h.fd)
+}
+
+// Setattr changes the host file: ftruncate, fchmod, fchown, futimens.
+func (h *hostFile) Setattr(a SetAttr) error {
+	if !h.acquire() {
+		return errEBADF
+	}
+	defer h.mu.RUnlock()
+	if a.Valid&SetSize != 0 {
+		if err := unix.Ftruncate(h.fd, a.Size); err != nil {
+			return err
+		}
+	}
+	if a.Valid&SetMode != 0 {
+		if err := unix.Fchmod(h.fd, a.Mode&0o7777); err != nil {
+			return err
+		}
+	}
+	if a.Valid&(SetUid|SetGid) != 0 {
+		uid, gid := -1, -1
+		if a.Valid&SetUid != 0 {
+			uid = int(a.Uid)
+		}
+		if a.Valid&SetGid != 0 {
+			gid = int(a.Gid)
+		}
+		if err := unix.Fchown(h.fd, uid, gid); err != nil {
+			return err
+		}
+	}
+	if a.Valid&(SetAtime|SetMtime) != 0 {
+		ts := [2]unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
+		if a.Valid&SetAtime != 0 {
+			ts[0] = unix.NsecToTimespec(a.Atime.UnixNano())
+		}
+		if a.Valid&SetMtime != 0 {
+			ts[1] = unix.NsecToTimespec(a.Mtime.UnixNano())
+		}
+		if err := unix.UtimesNanoAt(h.fd, "", ts[:], unix.AT_EMPTY_PATH); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Release closes the host descriptor once no call is using it.
+func (h *hostFile) Release() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil
+	}
+	h.closed = true
+	return h.f.Close()
+}
+
+// hostStream is an imported pipe or socket: it has no offsets, so it reads
+// and writes with the host's read and write.
+type hostStream struct{ *hostFile }
+
+func (hostStream) Stream() {}
+
+func (h hostStream) Read(p []byte, _ int64) (int, error) {
+	if !h.acquire() {
+		return 0, errEBADF
+	}
+	n, err := unix.Read(h.fd, p)
+	h.mu.RUnlock()
+	return hostCount(n, err)
+}
+
+func (h hostStream) Write(p []byte, _ int64) (int, error) {
+	if !h.acquire() {
+		return 0, errEBADF
+	}
+	n, err := unix.Write(h.fd, p)
+	h.mu.RUnlock()
+	return hostCount(n, err)
+}
+
+func (h hostStream) ReadIter(dst iov.Iter, _ int64) (int, error) {
+	if !h.acquire() {
+		return 0, errEBADF
+	}
+	n, err := hostVec(unix.SYS_READV, h.fd, dst, 0)
+	h.mu.RUnlock()
+	return n, err
+}
+
+func (h hostStream) WriteIter(src iov.Iter, _ int64) (int, error) {
+	if !h.acquire() {
+		return 0, errEBADF
+	}
+	n, err := hostVec(unix.SYS_WRITEV, h.fd, src, 0)
+	h.mu.RUnlock()
+	return n, err
+}
+
+func hostCount(n int, err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// hostIovecs is a pool of iovec arrays for vectors too long for the stack.
+var hostIovecs = sync.Pool{New: func() any { return new([iov.MaxSegments]unix.Iovec) }}
+
+// hostVec performs one preadv, pwritev, readv or writev (trap) on fd with
+// the segments of it. The iovec array is on the stack for up to 8
+// segments and pooled beyond, so the call does not allocate.
+func hostVec(trap uintptr, fd int, it iov.Iter, off int64) (int, error) {
+	var small [8]unix.Iovec
+	vecs := small[:]
+	var big *[iov.MaxSegments]unix.Iovec
+	if it.Kind() == iov.KindDiscard {
+		return hostDiscard(trap, fd, it.Len(), off)
+	}
+	cnt := 0
+	for it.Len() > 0 && cnt < iov.MaxSegments {
+		if cnt == len(vecs) {
+			big = hostIovecs.Get().(*[iov.MaxSegments]unix.Iovec)
+			copy(big[:], vecs)
+			vecs = big[:]
+		}
+		seg := it.Segment()
+		vecs[cnt].Base = unsafe.SliceData(seg)
+		vecs[cnt].SetLen(len(seg))
+		cnt++
+		it.Advance(len(seg))
+	}
+	lo, hi := uintptr(off), uintptr(uint64(off)>>(unix.SizeofLong*8-1)>>1)
+	r, _, e := unix.Syscall6(trap, uintptr(fd), uintptr(unsafe.Pointer(&vecs[0])), uintptr(cnt), lo, hi, 0)
+	if big != nil {
+		clear(big[:cnt])
+		hostIovecs.Put(big)
+	}
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+// hostDiscard reads n bytes and drops them, for a discard iterator, which
+// has no memory of its own. Writes from one are zeros.
+func hostDiscard(trap uintptr, fd, n int, off int64) (int, error) {
+	buf := make([]byte, min(n, 1<<16))
+	var k int
+	var err error
+	switch trap {
+	case unix.SYS_PREADV:
+		k, err = unix.Pread(fd, buf, off)
+	case unix.SYS_PWRITEV:
+		k, err = unix.Pwrite(fd, buf, off)
+	case unix.SYS_READV:
+		k, err = unix.Read(fd, buf)
+	default:
+		k, err = unix.Write(fd, buf)
+	}
+	return hostCount(k, err)
+}
