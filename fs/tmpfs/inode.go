@@ -1,0 +1,162 @@
+package tmpfs
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/iovfs/iovfs/vfs"
+	"golang.org/x/sys/unix"
+)
+
+// node is what every tmpfs node implements.
+type node interface {
+	vfs.Node
+	base() *inode
+	// dtype is the node's getdents type, unix.DT_REG, DT_DIR or DT_LNK.
+	dtype() uint8
+	// free returns the node's memory to the file system once it has no
+	// links and no open handles.
+	free()
+}
+
+// inode holds what all node types share.
+type inode struct {
+	fs  *FS
+	ino uint64
+
+	// mu serialises changes to nlink and to the attributes (Linux's
+	// inode lock around notify_change and link counts).
+	mu sync.Mutex
+
+	// The attributes are atomics: Stat and the read path load them without
+	// a lock, as Linux's generic_fillattr reads the inode; writers hold mu,
+	// except the timestamps that reads, writes and directory changes set.
+	mode  atomic.Uint32 // file type and permission bits
+	uid   atomic.Uint32
+	gid   atomic.Uint32
+	nlink atomic.Int64 // files and symlinks; directories count subdirectories
+	// Timestamps in Unix nanoseconds, so they fit an atomic: times outside
+	// the years 1678-2262 are clamped.
+	atime, mtime, ctime atomic.Int64
+	// atimeDue is the FS.mono reading from which atime is a day old.
+	atimeDue atomic.Int64
+}
+
+func (n *inode) base() *inode { return n }
+
+// init sets up a new inode created by c in dir, at now. A directory with
+// the set-group-ID bit passes its group on, and the bit itself to
+// subdirectories (Linux inode_init_owner).
+func (n *inode) init(fs *FS, dir *Dir, mode uint32, c vfs.Cred, now time.Time) {
+	n.fs = fs
+	n.ino = fs.nextIno.Add(1)
+	gid := c.Gid
+	if dir != nil && dir.mode.Load()&unix.S_ISGID != 0 {
+		gid = dir.gid.Load()
+		if mode&unix.S_IFMT == unix.S_IFDIR {
+			mode |= unix.S_ISGID
+		}
+	}
+	n.mode.Store(mode)
+	n.uid.Store(c.Uid)
+	n.gid.Store(gid)
+	n.nlink.Store(1)
+	t := now.UnixNano()
+	n.mtime.Store(t)
+	n.ctime.Store(t)
+	n.setAtime(now, now)
+}
+
+// stat fills the fields that every node type reports the same way.
+func (n *inode) stat() vfs.Stat {
+	return vfs.Stat{
+		Ino:     n.ino,
+		Mode:    n.mode.Load(),
+		Nlink:   uint64(n.nlink.Load()),
+		Uid:     n.uid.Load(),
+		Gid:     n.gid.Load(),
+		Blksize: pageSize,
+		Atime:   time.Unix(0, n.atime.Load()),
+		Mtime:   time.Unix(0, n.mtime.Load()),
+		Ctime:   time.Unix(0, n.ctime.Load()),
+	}
+}
+
+// touchAtime applies Linux's default relatime rule (relatime_need_update)
+// for a read at the current time: atime moves only if it is not newer than
+// mtime or ctime, or is a day old. The common case is three loads and a
+// monotonic clock read.
+func (n *inode) touchAtime() {
+	a := n.atime.Load()
+	if a > n.mtime.Load() && a > n.ctime.Load() && n.fs.mono() < n.atimeDue.Load() {
+		return
+	}
+	now := time.Now()
+	n.setAtime(now, now)
+}
+
+// setAtime sets atime to t; now is the current time, for the day rule.
+func (n *inode) setAtime(t, now time.Time) {
+	n.atime.Store(nanos(t))
+	age := now.Sub(t)
+	if age < 0 {
+		age = 0
+	}
+	n.atimeDue.Store(int64(now.Sub(n.fs.epoch)) + int64(24*time.Hour-age))
+}
+
+// changed sets ctime to now, and mtime too if data changed.
+func (n *inode) changed(now int64, data bool) {
+	if data {
+		n.mtime.Store(now)
+	}
+	n.ctime.Store(now)
+}
+
+// nanos converts t to Unix nanoseconds, clamped to what an int64 holds.
+func nanos(t time.Time) int64 {
+	if s := t.Unix(); s > math.MaxInt64/int64(time.Second)-1 {
+		return math.MaxInt64
+	} else if s < math.MinInt64/int64(time.Second)+1 {
+		return math.MinInt64
+	}
+	return t.UnixNano()
+}
+
+// setattrLocked applies the attributes other than the size and ctime,
+// with n.mu held.
+func (n *inode) setattrLocked(a vfs.SetAttr, now time.Time) {
+	if a.Valid&vfs.SetMode != 0 {
+		n.mode.Store(n.mode.Load()&unix.S_IFMT | a.Mode&0o7777)
+	}
+	if a.Valid&vfs.SetUid != 0 {
+		n.uid.Store(a.Uid)
+	}
+	if a.Valid&vfs.SetGid != 0 {
+		n.gid.Store(a.Gid)
+	}
+	if a.Valid&vfs.SetAtime != 0 {
+		n.setAtime(a.Atime, now)
+	}
+	if a.Valid&vfs.SetMtime != 0 {
+		n.mtime.Store(nanos(a.Mtime))
+	}
+}
+
+// setattrMeta is Setattr for nodes without data: a size gives err.
+func (n *inode) setattrMeta(a vfs.SetAttr, sizeErr error) error {
+	if a.Valid&vfs.SetSize != 0 {
+		return sizeErr
+	}
+	if a.Valid == 0 {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := time.Now()
+	n.setattrLocked(a, now)
+	n.ctime.Store(now.UnixNano())
+	return nil
+}
