@@ -143,7 +143,6 @@ func TestWalk(t *testing.T) {
 	wantErrno(t, "open O_NOFOLLOW on a file", err, 0)
 }
 
-
 func shortName(s string) string {
 	if len(s) > 40 {
 		return s[:40] + "..."
