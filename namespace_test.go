@@ -420,3 +420,91 @@ func TestIOFS(t *testing.T) {
 		t.Errorf("sparse read: %d bytes, %v", len(data), err)
 	}
 }
+
+// TestTmpfsNoAllocs holds the tmpfs read and overwrite paths, through the
+// descriptor API, at 0 allocations.
+func TestTmpfsNoAllocs(t *testing.T) {
+	p := newProc(t)
+	fd, err := p.Open("/tmp/f", unix.O_CREAT|unix.O_RDWR, 0o644)
+	must(t, err)
+	buf := make([]byte, 4096)
+	if _, err := p.Pwrite(fd, make([]byte, 64<<10), 0); err != nil {
+		t.Fatal(err)
+	}
+	vec := [][]byte{buf[:1000], buf[1000:]}
+	calls := []struct {
+		name string
+		do   func()
+	}{
+		{"Read", func() { p.Seek(fd, 0, unix.SEEK_SET); p.Read(fd, buf) }},
+		{"Pread", func() { p.Pread(fd, buf, 8192) }},
+		{"Readv", func() { p.Seek(fd, 0, unix.SEEK_SET); p.Readv(fd, vec) }},
+		{"Preadv", func() { p.Preadv(fd, vec, 4096) }},
+		{"Write (overwrite)", func() { p.Seek(fd, 0, unix.SEEK_SET); p.Write(fd, buf) }},
+		{"Pwrite (overwrite)", func() { p.Pwrite(fd, buf, 12288) }},
+		{"Writev (overwrite)", func() { p.Seek(fd, 0, unix.SEEK_SET); p.Writev(fd, vec) }},
+	}
+	for _, c := range calls {
+		if a := testing.AllocsPerRun(200, c.do); a != 0 {
+			t.Errorf("%s of 4 KiB on tmpfs: %v allocs, want 0", c.name, a)
+		}
+	}
+}
+
+// TestTmpfsConcurrency runs readers and writers on one file, and creates,
+// unlinks and renames across a directory, at once; run it with -race.
+func TestTmpfsConcurrency(t *testing.T) {
+	p := newProc(t)
+	must(t, p.Mkdir("/tmp/d", 0o755))
+	createFile(t, p, "/tmp/d/shared", strings.Repeat("x", 64<<10))
+	done := make(chan struct{})
+	errs := make(chan error, 16)
+	for g := 0; g < 4; g++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			fd, err := p.Open("/tmp/d/shared", unix.O_RDWR, 0)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer p.Close(fd)
+			buf := make([]byte, 4096)
+			for i := 0; i < 300; i++ {
+				off := int64(i%16) * 4096
+				if g%2 == 0 {
+					if _, err := p.Pread(fd, buf, off); err != nil {
+						errs <- err
+					}
+				} else if _, err := p.Pwrite(fd, buf, off); err != nil {
+					errs <- err
+				}
+			}
+		}()
+		go func() {
+			defer func() { done <- struct{}{} }()
+			name := "/tmp/d/f" + strconv.Itoa(g)
+			for i := 0; i < 200; i++ {
+				if fd, err := p.Open(name, unix.O_CREAT|unix.O_WRONLY, 0o644); err == nil {
+					p.Write(fd, []byte("abc"))
+					p.Close(fd)
+				}
+				p.Rename(name, name+"r")
+				p.Link(name+"r", name)
+				p.Unlink(name + "r")
+				p.Unlink(name)
+				fd, err := p.Open("/tmp/d", unix.O_RDONLY, 0)
+				if err == nil {
+					p.Getdents(fd)
+					p.Close(fd)
+				}
+			}
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		<-done
+	}
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
