@@ -117,6 +117,12 @@ func populate(t *testing.T, mnt string) {
 	must(unix.Setxattr(x, "user.big", randBytes(r, 700), 0))
 	must(unix.Setxattr(x, "trusted.t", []byte("trusted value"), 0))
 	must(unix.Setxattr(x, "security.s", []byte("sec"), 0))
+	// Larger than a block: stored in an EA inode where the feature is on,
+	// refused (ENOSPC/E2BIG) elsewhere.
+	if err := unix.Setxattr(x, "user.huge", randBytes(r, 20000), 0); err != nil &&
+		!errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.E2BIG) {
+		t.Fatal(err)
+	}
 	acl := []byte{2, 0, 0, 0, // version 2
 		1, 0, 6, 0, 0xff, 0xff, 0xff, 0xff, // USER_OBJ rw
 		2, 0, 4, 0, 0xe8, 0x03, 0, 0, // USER 1000 r
@@ -152,6 +158,10 @@ func TestKernelDifferential(t *testing.T) {
 		{"ext4-1k", []string{"-t", "ext4", "-b", "1024", "-N", "8192"}},
 		{"ext4-4k-inline", []string{"-t", "ext4", "-O", "inline_data", "-N", "8192"}},
 		{"ext3", []string{"-t", "ext3", "-N", "8192"}},
+		{"ext2-1k", []string{"-t", "ext2", "-b", "1024", "-N", "8192"}},
+		{"no-csum-32bit", []string{"-t", "ext4", "-O", "^metadata_csum,^64bit", "-N", "8192"}},
+		{"inode128", []string{"-t", "ext4", "-I", "128", "-N", "8192"}},
+		{"ea_inode-2k", []string{"-t", "ext4", "-b", "2048", "-O", "ea_inode", "-N", "8192"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			img := mkfs(t, "", "128M", tc.args...)
@@ -161,6 +171,15 @@ func TestKernelDifferential(t *testing.T) {
 			ro, _ := kmount(t, img, "ro,noload")
 			v := openImage(t, img, Options{})
 			compareKernel(t, v, ro)
+			if strings.Contains(tc.name, "ea_inode") {
+				in, err := resolve(v, "xattrs")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if val, err := v.GetXattr(in, "user.huge"); err != nil || len(val) != 20000 {
+					t.Errorf("EA-inode xattr: %d bytes, %v", len(val), err)
+				}
+			}
 		})
 	}
 }
