@@ -16,7 +16,9 @@ package iovfs
 import (
 	"fmt"
 
+	"github.com/iovfs/iovfs/dev/loop"
 	"github.com/iovfs/iovfs/dev/mem"
+	"github.com/iovfs/iovfs/dev/ram"
 	"github.com/iovfs/iovfs/fs/devfs"
 	"github.com/iovfs/iovfs/fs/tmpfs"
 	"github.com/iovfs/iovfs/vfs"
@@ -26,7 +28,9 @@ import (
 type Option func(*config)
 
 type config struct {
-	devices []namedDevice
+	devices  []namedDevice
+	ramDisks int
+	ramSize  int64
 }
 
 type namedDevice struct {
@@ -39,12 +43,20 @@ func WithDevice(name string, d devfs.Device) Option {
 	return func(c *config) { c.devices = append(c.devices, namedDevice{name, d}) }
 }
 
+// WithRAMDisks makes New add n RAM disks, /dev/ram0 ... /dev/ram<n-1>,
+// of size bytes each (a positive multiple of 4096; 0 means
+// ram.DefaultSize, 64 MiB), instead of the default single /dev/ram0 of
+// ram.DefaultSize. A disk's memory is allocated on its first open.
+func WithRAMDisks(n int, size int64) Option {
+	return func(c *config) { c.ramDisks, c.ramSize = n, size }
+}
+
 // New returns a process in a new namespace laid out as a program expects:
 // tmpfs at /, devfs at /dev (null, zero, full, random, urandom and the
-// devices given by WithDevice), a separate tmpfs at /tmp (mode 1777), and
-// an empty /mnt.
+// devices given by WithDevice; loop-control, loop0-7 and ram0 too), a
+// separate tmpfs at /tmp (mode 1777), and an empty /mnt.
 func New(opts ...Option) (*vfs.Proc, error) {
-	var c config
+	c := config{ramDisks: 1}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -56,10 +68,23 @@ func New(opts ...Option) (*vfs.Proc, error) {
 		{"random", mem.Random{Minor: 8}},
 		{"urandom", mem.Random{Minor: 9}},
 	}
+	if c.ramSize == 0 {
+		c.ramSize = ram.DefaultSize
+	}
+	for i := 0; i < c.ramDisks; i++ {
+		d, err := ram.New(uint32(i), c.ramSize)
+		if err != nil {
+			return nil, fmt.Errorf("iovfs: /dev/ram%d: %w", i, err)
+		}
+		std = append(std, namedDevice{fmt.Sprintf("ram%d", i), d})
+	}
 	for _, d := range append(std, c.devices...) {
 		if err := dev.Add(d.name, d.dev); err != nil {
 			return nil, fmt.Errorf("iovfs: /dev/%s: %w", d.name, err)
 		}
+	}
+	if _, err := loop.Register(dev, 8); err != nil { // loop-control, loop0-7
+		return nil, fmt.Errorf("iovfs: /dev/%w", err)
 	}
 	ns := vfs.NewNamespace(tmpfs.New(tmpfs.Options{Mode: 0o755, ModeSet: true}))
 	p := vfs.NewProc(ns)
