@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func newFile(t testing.TB, o Options) (*FS, *File, *OpenFile) {
+func newFile(t tb, o Options) (*FS, *File, *OpenFile) {
 	t.Helper()
 	fs := New(o)
 	f := mustCreate(t, fs.root, "f")

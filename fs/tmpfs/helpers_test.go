@@ -3,13 +3,19 @@ package tmpfs
 import (
 	"errors"
 	"syscall"
-	"testing"
 
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
 var root0 = vfs.Cred{}
+
+// tb is what the helpers need of *testing.T and *rapid.T.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
 
 // errno returns the Errno in err, 0 for nil.
 func errno(err error) syscall.Errno {
@@ -23,7 +29,7 @@ func errno(err error) syscall.Errno {
 	return 0xffff
 }
 
-func mustCreate(t testing.TB, d *Dir, name string) *File {
+func mustCreate(t tb, d *Dir, name string) *File {
 	t.Helper()
 	n, err := d.Create(name, 0o644, root0)
 	if err != nil {
@@ -32,7 +38,7 @@ func mustCreate(t testing.TB, d *Dir, name string) *File {
 	return n.(*File)
 }
 
-func mustMkdir(t testing.TB, d *Dir, name string) *Dir {
+func mustMkdir(t tb, d *Dir, name string) *Dir {
 	t.Helper()
 	n, err := d.Mkdir(name, 0o755, root0)
 	if err != nil {
@@ -41,7 +47,7 @@ func mustMkdir(t testing.TB, d *Dir, name string) *Dir {
 	return n.(*Dir)
 }
 
-func mustOpen(t testing.TB, f *File, flags int) *OpenFile {
+func mustOpen(t tb, f *File, flags int) *OpenFile {
 	t.Helper()
 	h, err := f.Open(flags)
 	if err != nil {
@@ -50,7 +56,7 @@ func mustOpen(t testing.TB, f *File, flags int) *OpenFile {
 	return h.(*OpenFile)
 }
 
-func mustStat(t testing.TB, n vfs.Node) vfs.Stat {
+func mustStat(t tb, n vfs.Node) vfs.Stat {
 	t.Helper()
 	st, err := n.Stat()
 	if err != nil {
@@ -59,14 +65,14 @@ func mustStat(t testing.TB, n vfs.Node) vfs.Stat {
 	return st
 }
 
-func mustWrite(t testing.TB, h *OpenFile, p []byte, off int64) {
+func mustWrite(t tb, h *OpenFile, p []byte, off int64) {
 	t.Helper()
 	if n, err := h.Write(p, off); n != len(p) || err != nil {
 		t.Fatalf("write %d at %d: %d, %v", len(p), off, n, err)
 	}
 }
 
-func lookup(t testing.TB, d *Dir, name string) vfs.Node {
+func lookup(t tb, d *Dir, name string) vfs.Node {
 	t.Helper()
 	n, err := d.Lookup(name)
 	if err != nil {
@@ -76,7 +82,7 @@ func lookup(t testing.TB, d *Dir, name string) vfs.Node {
 }
 
 // names lists d through ReadDir.
-func names(t testing.TB, d *Dir) []string {
+func names(t tb, d *Dir) []string {
 	t.Helper()
 	var out []string
 	if err := d.ReadDir(0, func(e vfs.Dirent) bool { out = append(out, e.Name); return true }); err != nil {

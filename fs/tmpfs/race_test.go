@@ -1,0 +1,187 @@
+package tmpfs
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/iovfs/iovfs/iov"
+	"github.com/iovfs/iovfs/vfs"
+	"golang.org/x/sys/unix"
+)
+
+// TestConcurrentFile runs readers and writers on one file. Every write
+// fills whole pages with one byte value, so a reader that sees a page
+// with two values saw a torn write. Run it with -race.
+func TestConcurrentFile(t *testing.T) {
+	fs, f, h := newFile(t, Options{SizeLimit: 64 * pageSize})
+	const pages = 16
+	mustWrite(t, h, make([]byte, pages*pageSize), 0)
+	iters := 3000
+	if testing.Short() {
+		iters = 300
+	}
+	var wg sync.WaitGroup
+	run := func(fn func(r *rand.Rand)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+			for range iters {
+				fn(r)
+			}
+		}()
+	}
+	for range 3 { // readers
+		run(func(r *rand.Rand) {
+			buf := make([]byte, pageSize)
+			off := int64(r.IntN(pages)) * pageSize
+			var n int
+			if r.IntN(2) == 0 {
+				n, _ = h.Read(buf, off)
+			} else {
+				n, _ = h.ReadIter(iov.Vec([][]byte{buf[:100], buf[100:]}), off)
+			}
+			for _, b := range buf[:n] {
+				if b != buf[0] {
+					t.Errorf("torn page at %d", off)
+					return
+				}
+			}
+			f.Stat()
+			h.Llseek(0, off, unix.SEEK_HOLE)
+		})
+	}
+	for w := range 2 { // writers
+		run(func(r *rand.Rand) {
+			p := bytes.Repeat([]byte{byte(w*100 + 1 + r.IntN(50))}, pageSize)
+			off := int64(r.IntN(pages)) * pageSize
+			switch r.IntN(4) {
+			case 0:
+				h.Write(p, off)
+			case 1:
+				h.WriteIter(iov.Vec([][]byte{p[:10], p[10:]}), off)
+			case 2:
+				f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: int64(r.IntN(pages+1)) * pageSize})
+			case 3:
+				if st, _ := f.Stat(); st.Size < pages*pageSize {
+					h.Append(iov.Buf(p))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	st := mustStat(t, f)
+	if pages, _ := fs.Usage(); st.Blocks != pages*8 {
+		t.Fatalf("file holds %d blocks, fs counts %d pages", st.Blocks, pages)
+	}
+}
+
+// TestConcurrentDirs creates, links, unlinks, renames (within and across
+// directories, files and directories, in both directions) and removes
+// directories while others look up and list. Afterwards the tree must be
+// consistent: link counts, inode counts, and parent pointers. Run it with
+// -race; a lock-order bug shows as a deadlock.
+func TestConcurrentDirs(t *testing.T) {
+	fs := New(Options{})
+	r := fs.root
+	a := mustMkdir(t, r, "a")
+	b := mustMkdir(t, r, "b")
+	dirs := []*Dir{r, a, b}
+	iters := 2000
+	if testing.Short() {
+		iters = 200
+	}
+	watchdog := time.AfterFunc(2*time.Minute, func() { panic("deadlock: TestConcurrentDirs did not finish") })
+	defer watchdog.Stop()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rnd := rand.New(rand.NewPCG(uint64(w), 2))
+			for range iters {
+				d := dirs[rnd.IntN(len(dirs))]
+				nd := dirs[rnd.IntN(len(dirs))]
+				name := fmt.Sprintf("n%d", rnd.IntN(6))
+				name2 := fmt.Sprintf("n%d", rnd.IntN(6))
+				switch rnd.IntN(9) {
+				case 0:
+					d.Create(name, 0o644, root0)
+				case 1:
+					d.Mkdir(name, 0o755, root0)
+				case 2:
+					d.Unlink(name)
+				case 3:
+					d.Rmdir(name)
+				case 4:
+					d.Rename(name, nd, name2)
+				case 5:
+					if n, err := d.Lookup(name); err == nil {
+						nd.Link(name2, n)
+					}
+				case 6: // move a or b below the other and back
+					if rnd.IntN(2) == 0 {
+						r.Rename("a", b, "a")
+						b.Rename("a", r, "a")
+					} else {
+						r.Rename("b", a, "b")
+						a.Rename("b", r, "b")
+					}
+				case 7:
+					d.ReadDir(0, func(e vfs.Dirent) bool { d.Lookup(e.Name); return true })
+				case 8:
+					if n, err := d.Lookup(name); err == nil {
+						n.Stat()
+					}
+					d.Stat()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	checkTree(t, fs)
+}
+
+// checkTree walks fs and checks nlink of every node and the inode count.
+func checkTree(t *testing.T, fs *FS) {
+	t.Helper()
+	links := map[node]int{}
+	var walk func(d *Dir)
+	walk = func(d *Dir) {
+		subdirs := 0
+		d.ReadDir(0, func(e vfs.Dirent) bool {
+			n := lookup(t, d, e.Name).(node)
+			links[n]++
+			if sub, ok := n.(*Dir); ok {
+				subdirs++
+				if up, _ := sub.Lookup(".."); up != d {
+					t.Errorf("%s/.. is not its parent", e.Name)
+				}
+				walk(sub)
+			}
+			return true
+		})
+		if st := mustStat(t, d); st.Nlink != uint64(2+subdirs) {
+			t.Errorf("dir %d nlink %d, has %d subdirectories", st.Ino, st.Nlink, subdirs)
+		}
+	}
+	walk(fs.root)
+	for n, k := range links {
+		if _, ok := n.(*Dir); ok {
+			if k != 1 {
+				t.Errorf("directory %d has %d names", n.base().ino, k)
+			}
+			continue
+		}
+		if st := mustStat(t, n); st.Nlink != uint64(k) {
+			t.Errorf("node %d nlink %d, has %d names", st.Ino, st.Nlink, k)
+		}
+	}
+	if _, inodes := fs.Usage(); inodes != int64(len(links)+1) {
+		t.Errorf("fs counts %d inodes, tree has %d", inodes, len(links)+1)
+	}
+}
