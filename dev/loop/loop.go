@@ -222,7 +222,7 @@ func (d *Device) ReadIter(dst iov.Iter, off int64) (int, error) {
 		n, err := d.b.ReadIter(dst, pos)
 		if err != nil || n <= 0 {
 			dst.Zero(dst.Len())
-			return done, ioErr(err)
+			return done &^ int(d.ssize.Load()-1), ioErr(err) // whole sectors only
 		}
 		done += n
 		pos += int64(n)
@@ -247,7 +247,7 @@ func (d *Device) WriteIter(src iov.Iter, off int64) (int, error) {
 	for src.Len() > 0 {
 		n, err := d.b.WriteIter(src, pos)
 		if err != nil || n <= 0 {
-			return done, ioErr(err)
+			return done &^ int(d.ssize.Load()-1), ioErr(err)
 		}
 		done += n
 		pos += int64(n)
