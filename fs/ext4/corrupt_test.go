@@ -243,3 +243,27 @@ func TestCorruption(t *testing.T) {
 		}
 	})
 }
+
+// TestGroupDescChecksum: a damaged group descriptor only warns, as on a
+// read-only Linux mount, for both metadata_csum (crc32c) and uninit_bg
+// (gdt_csum, crc16).
+func TestGroupDescChecksum(t *testing.T) {
+	for _, feat := range []string{"metadata_csum", "^metadata_csum,uninit_bg"} {
+		t.Run(feat, func(t *testing.T) {
+			img := readImg(t, mkfs(t, "", "8M", "-t", "ext4", "-b", "1024", "-O", feat))
+			var warns []string
+			logf := func(f string, a ...any) { warns = append(warns, fmt.Sprintf(f, a...)) }
+			if _, err := Open(BytesDevice(img), Options{Logf: logf}); err != nil || len(warns) != 0 {
+				t.Fatalf("clean image: %v, warnings %q", err, warns)
+			}
+			img[2048+0xC] ^= 1 // group 0's free blocks count (descriptors at block 2)
+			v, err := Open(BytesDevice(img), Options{Logf: logf})
+			if err != nil || len(warns) != 1 {
+				t.Fatalf("damaged descriptor: %v, warnings %q; want a mount and one warning", err, warns)
+			}
+			if _, err := v.Inode(v.Root()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

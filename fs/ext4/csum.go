@@ -24,3 +24,27 @@ var zero8 [8]byte
 func le16(b []byte, off int) uint16 { return binary.LittleEndian.Uint16(b[off:]) }
 func le32(b []byte, off int) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
 func le64(b []byte, off int) uint64 { return binary.LittleEndian.Uint64(b[off:]) }
+
+// crc16Table is the kernel's lib/crc16.c table (polynomial 0x8005,
+// reflected), used by gdt_csum.
+var crc16Table = func() (t [256]uint16) {
+	for i := range t {
+		c := uint16(i)
+		for k := 0; k < 8; k++ {
+			if c&1 != 0 {
+				c = c>>1 ^ 0xA001
+			} else {
+				c >>= 1
+			}
+		}
+		t[i] = c
+	}
+	return t
+}()
+
+func crc16(crc uint16, p []byte) uint16 {
+	for _, b := range p {
+		crc = crc>>8 ^ crc16Table[byte(crc)^b]
+	}
+	return crc
+}

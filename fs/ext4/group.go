@@ -1,5 +1,7 @@
 package ext4
 
+import "encoding/binary"
+
 // Group descriptors, Documentation/filesystems/ext4/group_descr.rst. Only the
 // inode table location is needed by a reader.
 
@@ -80,14 +82,8 @@ func (v *Volume) readGroupDescs() error {
 				break
 			}
 			d := buf[i*uint64(v.descSize) : (i+1)*uint64(v.descSize)]
-			if v.csum {
-				c := crc32cU32(v.csumSeed, uint32(g))
-				c = crc32c(c, d[:0x1E])
-				c = crc32c(c, zero8[:2])
-				c = crc32c(c, d[0x20:])
-				if uint16(c) != le16(d, 0x1E) {
-					badGroups++
-				}
+			if !v.groupDescCsumOK(uint32(g), d) {
+				badGroups++
 			}
 			it := uint64(le32(d, 0x8))
 			if v.descSize >= 64 {
@@ -121,3 +117,30 @@ func (v *Volume) Info() VolumeInfo { return v.info }
 
 // Root returns the root directory's inode number, 2.
 func (v *Volume) Root() uint32 { return rootIno }
+
+// groupDescCsumOK is ext4_group_desc_csum_verify: crc32c with
+// metadata_csum, crc16 over the UUID, group number and descriptor with
+// gdt_csum; the checksum field itself is skipped in both.
+func (v *Volume) groupDescCsumOK(g uint32, d []byte) bool {
+	var le [4]byte
+	binary.LittleEndian.PutUint32(le[:], g)
+	switch {
+	case v.opt.NoChecksums:
+		return true
+	case v.csum:
+		c := crc32c(v.csumSeed, le[:])
+		c = crc32c(c, d[:0x1E])
+		c = crc32c(c, zero8[:2])
+		c = crc32c(c, d[0x20:])
+		return uint16(c) == le16(d, 0x1E)
+	case v.rocompat&rocompatGdtCsum != 0:
+		c := crc16(0xFFFF, v.info.UUID[:])
+		c = crc16(c, le[:])
+		c = crc16(c, d[:0x1E])
+		if len(d) > 0x20 {
+			c = crc16(c, d[0x20:])
+		}
+		return c == le16(d, 0x1E)
+	}
+	return true
+}
