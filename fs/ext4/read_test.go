@@ -2,6 +2,7 @@ package ext4
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -122,4 +123,37 @@ func BenchmarkExt4ReadAt(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// TestConcurrentReads shares one Volume between goroutines, each with its
+// own ExtentCache; run it with -race.
+func TestConcurrentReads(t *testing.T) {
+	v, _, data := benchImage(t)
+	done := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func(seed int64) {
+			r := rand.New(rand.NewSource(seed))
+			var c ExtentCache
+			buf := make([]byte, 5000)
+			for i := 0; i < 200; i++ {
+				in, err := resolve(v, "file") // shared inode cache
+				if err != nil {
+					done <- err
+					return
+				}
+				off := r.Int63n(int64(len(data)))
+				n, err := v.ReadAt(in, &c, buf, off)
+				if err != nil || !bytes.Equal(buf[:n], data[off:off+int64(n)]) {
+					done <- fmt.Errorf("read at %d: n=%d err=%v or wrong bytes", off, n, err)
+					return
+				}
+			}
+			done <- nil
+		}(int64(g))
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
 }
