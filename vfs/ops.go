@@ -257,3 +257,11 @@ const (
 type Setattrer interface {
 	Setattr(a SetAttr) error
 }
+
+// Xattrer is a node with extended attributes. Names carry their namespace
+// prefix as Linux shows them ("user.", "trusted.", "security.",
+// "system."). A missing attribute gives ENODATA.
+type Xattrer interface {
+	Getxattr(name string) ([]byte, error)
+	Listxattr() ([]string, error)
+}
