@@ -219,7 +219,7 @@ func short(done int, err error) (int, error) {
 
 // Llseek implements vfs.Seeker as Linux's blkdev_llseek
 // (fixed_size_llseek): positions lie in [0, Size]; beyond either end
-// gives EINVAL. SEEK_DATA and SEEK_HOLE see the device as all data.
+// gives EINVAL, and so do SEEK_DATA and SEEK_HOLE.
 func (f *File) Llseek(pos, off int64, whence int) (int64, error) {
 	size := f.dev.Size()
 	switch whence {
@@ -230,11 +230,10 @@ func (f *File) Llseek(pos, off int64, whence int) (int64, error) {
 			return pos, nil
 		}
 		pos += off
+	case unix.SEEK_END:
+		pos = size + off
 	default:
-		var err error
-		if pos, err = vfs.SeekInFile(size, off, whence); err != nil {
-			return 0, err
-		}
+		return 0, errEINVAL
 	}
 	if pos < 0 || pos > size {
 		return 0, errEINVAL
