@@ -39,18 +39,9 @@ func (p *Proc) Read(fd int, b []byte) (int, error) {
 // The file position is neither used nor changed. A negative off gives
 // EINVAL; a file that cannot seek gives ESPIPE.
 func (p *Proc) Pread(fd int, b []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, errEINVAL
-	}
-	f := p.files.get(fd)
-	if f == nil {
-		return 0, errEBADF
-	}
-	if f.mode&fmStream != 0 {
-		return 0, errESPIPE
-	}
-	if f.mode&fmRead == 0 {
-		return 0, errEBADF
+	f, err := p.fileAt(fd, off, fmRead)
+	if err != nil {
+		return 0, err
 	}
 	if err := verifyArea(off, len(b)); err != nil {
 		return 0, err
@@ -107,18 +98,9 @@ func (p *Proc) Preadv2(fd int, iovs [][]byte, off int64, flags int) (int, error)
 		}
 		return f.readvPos(iovs, flags)
 	}
-	if off < 0 {
-		return 0, errEINVAL
-	}
-	f := p.files.get(fd)
-	if f == nil {
-		return 0, errEBADF
-	}
-	if f.mode&fmStream != 0 {
-		return 0, errESPIPE
-	}
-	if f.mode&fmRead == 0 {
-		return 0, errEBADF
+	f, err := p.fileAt(fd, off, fmRead)
+	if err != nil {
+		return 0, err
 	}
 	if f.rd == nil && f.ird == nil {
 		return 0, errEINVAL
@@ -219,4 +201,25 @@ func verifyArea(off int64, count int) error {
 		return errEINVAL
 	}
 	return nil
+}
+
+// fileAt makes the checks that every positioned call shares, in the order
+// of ksys_pread64 and do_preadv: a negative offset (EINVAL, even on a bad
+// descriptor), the descriptor (EBADF), a file that cannot seek (ESPIPE),
+// then the access mode need, fmRead or fmWrite (EBADF).
+func (p *Proc) fileAt(fd int, off int64, need int) (*file, error) {
+	if off < 0 {
+		return nil, errEINVAL
+	}
+	f := p.files.get(fd)
+	if f == nil {
+		return nil, errEBADF
+	}
+	if f.mode&fmStream != 0 {
+		return nil, errESPIPE
+	}
+	if f.mode&need == 0 {
+		return nil, errEBADF
+	}
+	return f, nil
 }

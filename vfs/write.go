@@ -39,18 +39,9 @@ func (p *Proc) Write(fd int, b []byte) (int, error) {
 // leaving the file position alone. A negative off gives EINVAL; a file that
 // cannot seek gives ESPIPE.
 func (p *Proc) Pwrite(fd int, b []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, errEINVAL
-	}
-	f := p.files.get(fd)
-	if f == nil {
-		return 0, errEBADF
-	}
-	if f.mode&fmStream != 0 {
-		return 0, errESPIPE
-	}
-	if f.mode&fmWrite == 0 {
-		return 0, errEBADF
+	f, err := p.fileAt(fd, off, fmWrite)
+	if err != nil {
+		return 0, err
 	}
 	if err := verifyArea(off, len(b)); err != nil {
 		return 0, err
@@ -103,18 +94,9 @@ func (p *Proc) Pwritev2(fd int, iovs [][]byte, off int64, flags int) (int, error
 		}
 		return f.writevPos(iovs, flags)
 	}
-	if off < 0 {
-		return 0, errEINVAL
-	}
-	f := p.files.get(fd)
-	if f == nil {
-		return 0, errEBADF
-	}
-	if f.mode&fmStream != 0 {
-		return 0, errESPIPE
-	}
-	if f.mode&fmWrite == 0 {
-		return 0, errEBADF
+	f, err := p.fileAt(fd, off, fmWrite)
+	if err != nil {
+		return 0, err
 	}
 	if f.wr == nil && f.iwr == nil {
 		return 0, errEINVAL
