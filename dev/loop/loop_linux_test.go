@@ -26,7 +26,7 @@ import (
 
 // requireLoop skips unless the test can make host loop devices; under
 // IOVFS_REQUIRE_PRIVILEGED=1 that is a failure.
-func requireLoop(t *testing.T) {
+func requireLoop(t testing.TB) {
 	t.Helper()
 	reason := ""
 	if os.Geteuid() != 0 {
@@ -46,7 +46,7 @@ func requireLoop(t *testing.T) {
 // hostAttach configures a free host loop device over path and returns a
 // descriptor on it, opened with devFlags. The device has AUTOCLEAR and is
 // cleared when the descriptor is closed, by hostClose or in t.Cleanup.
-func hostAttach(t *testing.T, path string, backingFlags, devFlags int, g geom) int {
+func hostAttach(t testing.TB, path string, backingFlags, devFlags int, g geom) int {
 	t.Helper()
 	ctl, err := unix.Open("/dev/loop-control", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
