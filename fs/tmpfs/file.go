@@ -62,29 +62,28 @@ func (f *File) Open(flags int) (vfs.Handle, error) {
 	return &OpenFile{f: f}, nil
 }
 
-// Setattr implements vfs.Setattrer. As Linux's shmem_setattr, a size that
-// does not change moves no timestamp; a size that does sets mtime and
-// ctime, overriding a Mtime given with it. A negative size gives EINVAL.
+// Setattr implements vfs.Setattrer. A size, even the current one, sets
+// mtime and ctime, overriding a Mtime given with it: Linux 6.x does so for
+// truncate(2), ftruncate(2) and O_TRUNC on tmpfs alike (measured). A
+// negative size gives EINVAL.
 func (f *File) Setattr(a vfs.SetAttr) error {
 	if a.Valid&vfs.SetSize != 0 && a.Size < 0 {
 		return errEINVAL
 	}
+	if a.Valid == 0 {
+		return nil
+	}
 	f.inode.mu.Lock()
 	defer f.inode.mu.Unlock()
 	now := time.Now()
-	resized := false
-	if a.Valid&vfs.SetSize != 0 {
+	resized := a.Valid&vfs.SetSize != 0
+	if resized {
 		f.mu.Lock()
-		if a.Size != f.size {
-			f.truncateLocked(a.Size)
-			resized = true
-		}
+		f.truncateLocked(a.Size)
 		f.mu.Unlock()
 	}
 	f.setattrLocked(a, now)
-	if resized || a.Valid&^vfs.SetSize != 0 {
-		f.changed(now.UnixNano(), resized)
-	}
+	f.changed(now.UnixNano(), resized)
 	return nil
 }
 
