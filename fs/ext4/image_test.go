@@ -176,7 +176,8 @@ func makeTree(t testing.TB, dir string, o treeOpts) (xattrsOK bool) {
 		must(os.Mkdir(big, 0o755))
 		for i := 0; i < o.bigDir; i++ {
 			// Names with bytes >= 0x80 tell signed from unsigned hashes.
-			name := fmt.Sprintf("entry-%05d%s", i, strings.Repeat("\xc3\xa9", i%7))
+			// Some names exceed the 16- and 32-byte hash input chunks.
+			name := fmt.Sprintf("entry-%05d%s%s", i, strings.Repeat("\xc3\xa9", i%7), strings.Repeat("long", i%13*3))
 			f, err := os.Create(filepath.Join(big, name))
 			must(err)
 			f.Close()
