@@ -27,8 +27,6 @@ const (
 	FlagExtents    = 0x80000    // i_block holds an extent tree
 	FlagEAInode    = 0x200000   // inode holds a large xattr value
 	FlagInlineData = 0x10000000 // data lives in i_block and system.data
-	flagEncrypt    = 0x800
-	flagCasefold   = 0x40000000
 )
 
 const maxExtentDepth = 5 // EXT4_MAX_EXTENT_DEPTH

@@ -4,7 +4,6 @@ package ext4
 // ifork.rst) and the legacy direct/indirect block maps of ext2/ext3.
 
 import (
-	"errors"
 	"syscall"
 )
 
@@ -247,7 +246,7 @@ func (v *Volume) searchLeaf(in *Inode, node []byte, entries int, lblk, next uint
 func (v *Volume) mapIndirect(in *Inode, lblk uint64) (Mapping, error) {
 	ib := in.iblock()
 	if lblk < 12 {
-		return v.runOf(in, ib[:48], 12, lblk, lblk, 0)
+		return v.runOf(in, ib[:48], 12, lblk, lblk)
 	}
 	p := v.bs / 4
 	base := uint64(12)
@@ -274,7 +273,7 @@ func (v *Volume) mapIndirect(in *Inode, lblk uint64) (Mapping, error) {
 				idx := rel / span
 				rel %= span
 				if l == 1 {
-					return v.runOf(in, buf, p, lblk, idx, lblk-idx)
+					return v.runOf(in, buf, p, lblk, idx)
 				}
 				ptr = uint64(le32(buf, int(4*idx)))
 				if ptr == 0 {
@@ -290,10 +289,10 @@ func (v *Volume) mapIndirect(in *Inode, lblk uint64) (Mapping, error) {
 	return Mapping{Logical: lblk, Len: 1 << 48, Hole: true}, nil
 }
 
-// runOf builds the run starting at slot idx of a pointer array of n slots,
-// whose slot 0 maps logical block first: consecutive physical blocks, or
-// consecutive zero (hole) pointers.
-func (v *Volume) runOf(in *Inode, ptrs []byte, n, lblk, idx, first uint64) (Mapping, error) {
+// runOf builds the run starting at slot idx (logical block lblk) of a
+// pointer array of n slots: consecutive physical blocks, or consecutive
+// zero (hole) pointers.
+func (v *Volume) runOf(in *Inode, ptrs []byte, n, lblk, idx uint64) (Mapping, error) {
 	ptr := uint64(le32(ptrs, int(4*idx)))
 	j := idx + 1
 	if ptr == 0 {
@@ -308,8 +307,5 @@ func (v *Volume) runOf(in *Inode, ptrs []byte, n, lblk, idx, first uint64) (Mapp
 	if ptr < v.firstData || ptr+(j-idx) > v.blocks {
 		return Mapping{}, corrupt(in.Ino, "block map points to block %d outside the volume", ptr)
 	}
-	_ = first
 	return Mapping{Logical: lblk, Physical: ptr, Len: j - idx}, nil
 }
-
-var errIsDir = errors.New("is a directory")
