@@ -28,15 +28,14 @@ type Mapping struct {
 // concurrent use: keep one per open file, under the file's own lock, or one
 // per goroutine.
 type ExtentCache struct {
-	m     Mapping
-	ino   uint32
-	valid bool
+	m   Mapping // m.Len == 0: empty
+	ino uint32
 }
 
 // Lookup returns the cached mapping if it covers logical block lblk of inode
 // ino. It never allocates.
 func (c *ExtentCache) Lookup(ino uint32, lblk uint64) (Mapping, bool) {
-	if c.valid && c.ino == ino && lblk-c.m.Logical < c.m.Len {
+	if c.ino == ino && lblk-c.m.Logical < c.m.Len {
 		return c.m, true
 	}
 	return Mapping{}, false
@@ -63,15 +62,19 @@ func (*noBlocksError) Unwrap() error { return syscall.EINVAL }
 // and map again at the run's end.
 //
 // If c is non-nil it is consulted first and updated on a miss; a hit costs
-// a bounds check and no allocation. MapBlocks does not read beyond the
+// a bounds check and no allocation (callers on the hottest path may call
+// c.Lookup, which inlines, before MapBlocks). MapBlocks does not read beyond the
 // metadata it needs, so it suits a DAX reader that copies the run straight
 // from device memory.
 func (v *Volume) MapBlocks(in *Inode, c *ExtentCache, lblk uint64) (Mapping, error) {
-	if c != nil {
-		if m, ok := c.Lookup(in.Ino, lblk); ok {
-			return m, nil
-		}
+	// Small enough to inline: the hit path is the bounds check alone.
+	if c != nil && c.ino == in.Ino && lblk-c.m.Logical < c.m.Len {
+		return c.m, nil
 	}
+	return v.mapBlocks(in, c, lblk)
+}
+
+func (v *Volume) mapBlocks(in *Inode, c *ExtentCache, lblk uint64) (Mapping, error) {
 	if !in.hasData() || in.Flags&FlagInlineData != 0 {
 		return Mapping{}, ErrNoBlocks
 	}
@@ -86,7 +89,7 @@ func (v *Volume) MapBlocks(in *Inode, c *ExtentCache, lblk uint64) (Mapping, err
 		return Mapping{}, err
 	}
 	if c != nil {
-		*c = ExtentCache{m: m, ino: in.Ino, valid: true}
+		*c = ExtentCache{m: m, ino: in.Ino}
 	}
 	return m, nil
 }

@@ -44,7 +44,15 @@ func (v *Volume) ReadAt(in *Inode, c *ExtentCache, p []byte, off int64) (int, er
 	done := 0
 	for done < len(p) {
 		pos := uint64(off) + uint64(done)
-		m, err := v.MapBlocks(in, c, pos>>v.bsBits)
+		var m Mapping
+		var err error
+		ok := false
+		if c != nil {
+			m, ok = c.Lookup(in.Ino, pos>>v.bsBits) // inlined hit path
+		}
+		if !ok {
+			m, err = v.mapBlocks(in, c, pos>>v.bsBits)
+		}
 		if err != nil {
 			if done > 0 {
 				return done, nil
