@@ -40,7 +40,7 @@ type inode struct {
 	// Timestamps in Unix nanoseconds, so they fit an atomic: times outside
 	// the years 1678-2262 are clamped.
 	atime, mtime, ctime atomic.Int64
-	// atimeDue is the FS.mono reading from which atime is a day old.
+	// atimeDue is the mono reading from which atime is a day old.
 	atimeDue atomic.Int64
 }
 
@@ -86,11 +86,10 @@ func (n *inode) stat() vfs.Stat {
 
 // touchAtime applies Linux's default relatime rule (relatime_need_update)
 // for a read at the current time: atime moves only if it is not newer than
-// mtime or ctime, or is a day old. The common case is three loads and a
-// monotonic clock read.
+// mtime or ctime, or is a day old. The common case is four atomic loads.
 func (n *inode) touchAtime() {
 	a := n.atime.Load()
-	if a > n.mtime.Load() && a > n.ctime.Load() && n.fs.mono() < n.atimeDue.Load() {
+	if a > n.mtime.Load() && a > n.ctime.Load() && coarseNow.Load() < n.atimeDue.Load() {
 		return
 	}
 	now := time.Now()
@@ -104,7 +103,7 @@ func (n *inode) setAtime(t, now time.Time) {
 	if age < 0 {
 		age = 0
 	}
-	n.atimeDue.Store(int64(now.Sub(n.fs.epoch)) + int64(24*time.Hour-age))
+	n.atimeDue.Store(mono(now) + int64(24*time.Hour-age))
 }
 
 // changed sets ctime to now, and mtime too if data changed.

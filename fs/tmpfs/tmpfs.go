@@ -207,7 +207,6 @@ type FS struct {
 	root      *Dir
 	maxPages  int64 // 0: unlimited
 	maxInodes int64 // 0: unlimited
-	epoch     time.Time
 
 	// pages and inodes count what is allocated, against the limits.
 	pages   atomic.Int64
@@ -224,8 +223,8 @@ func New(opts Options) *FS {
 	fs := &FS{
 		maxPages:  (opts.SizeLimit + pageSize - 1) / pageSize,
 		maxInodes: opts.NrInodes,
-		epoch:     time.Now(),
 	}
+	startCoarseClock()
 	if opts.SizeLimit < 0 {
 		fs.maxPages = 0
 	}
@@ -285,7 +284,3 @@ func (fs *FS) reserveInode() bool {
 		}
 	}
 }
-
-// mono reads the monotonic clock, for relatime's 24-hour rule: one vDSO
-// call instead of time.Now's two.
-func (fs *FS) mono() int64 { return int64(time.Since(fs.epoch)) }
