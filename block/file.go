@@ -306,3 +306,14 @@ func putSector(b []byte) {
 	i := bits.TrailingZeros(uint(len(b))) - bits.TrailingZeros(MinSectorSize)
 	sectorPools[i].Put(&b)
 }
+
+// Of returns the block device behind a driver handle, for a file system
+// that mounts on an open block device: take a vfs.Backing of the
+// descriptor (which keeps the device open for the life of the mount) and
+// pass its Handle. ok is false for a handle that is not a block device.
+func Of(h vfs.Handle) (d Device, ok bool) {
+	if bf, ok := h.(interface{ Device() Device }); ok {
+		return bf.Device(), true
+	}
+	return nil, false
+}
