@@ -4,7 +4,6 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
@@ -50,7 +49,7 @@ type dentry struct {
 	gone   bool
 }
 
-func (fs *FS) newDir(parent *Dir, mode uint32, c vfs.Cred, now time.Time) *Dir {
+func (fs *FS) newDir(parent *Dir, mode uint32, c vfs.Cred, now instant) *Dir {
 	d := &Dir{names: map[string]*dentry{}, nextCookie: firstCookie}
 	d.init(fs, parent, unix.S_IFDIR|mode&0o7777, c, now)
 	if parent == nil {
@@ -148,9 +147,9 @@ func (d *Dir) Create(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
 	if !d.fs.reserveInode() {
 		return nil, errENOSPC
 	}
-	now := time.Now()
+	now := clockNow()
 	f := d.fs.newFile(d, mode&0o7777, c, now)
-	d.add(name, f, now.UnixNano())
+	d.add(name, f, now.wall)
 	return f, nil
 }
 
@@ -166,9 +165,9 @@ func (d *Dir) Mkdir(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
 	if !d.fs.reserveInode() {
 		return nil, errENOSPC
 	}
-	now := time.Now()
+	now := clockNow()
 	sub := d.fs.newDir(d, mode&0o1777, c, now)
-	d.add(name, sub, now.UnixNano())
+	d.add(name, sub, now.wall)
 	d.subdirs++
 	return sub, nil
 }
@@ -196,10 +195,10 @@ func (d *Dir) Symlink(name, target string, c vfs.Cred) (vfs.Node, error) {
 		d.fs.inodes.Add(-1)
 		return nil, errENOSPC
 	}
-	now := time.Now()
+	now := clockNow()
 	s := &Symlink{target: target, paged: paged}
 	s.init(d.fs, d, unix.S_IFLNK|0o777, c, now)
-	d.add(name, s, now.UnixNano())
+	d.add(name, s, now.wall)
 	return s, nil
 }
 
@@ -226,7 +225,7 @@ func (d *Dir) Link(name string, target vfs.Node) error {
 		return errENOENT
 	}
 	b.nlink.Add(1)
-	now := time.Now().UnixNano()
+	now := clockNow().wall
 	b.ctime.Store(now)
 	b.mu.Unlock()
 	d.add(name, t, now)
@@ -246,7 +245,7 @@ func (d *Dir) Unlink(name string) error {
 		d.mu.Unlock()
 		return errEISDIR
 	}
-	now := time.Now().UnixNano()
+	now := clockNow().wall
 	dropLink(e.node, now)
 	d.remove(e, now)
 	d.mu.Unlock()
@@ -276,7 +275,7 @@ func (d *Dir) Rmdir(name string) error {
 	if !ok {
 		return errENOTDIR
 	}
-	now := time.Now().UnixNano()
+	now := clockNow().wall
 	if err := sub.kill(now); err != nil {
 		return err
 	}
@@ -372,7 +371,7 @@ func (d *Dir) renameLocked(oldName string, nd *Dir, newName string) (node, error
 	if dst != nil && dst.node == src.node {
 		return nil, nil // two links to one node: rename(2) does nothing
 	}
-	now := time.Now().UnixNano()
+	now := clockNow().wall
 	var victim node
 	if dst != nil {
 		dstDir, dstIsDir := dst.node.(*Dir)

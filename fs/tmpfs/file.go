@@ -3,7 +3,6 @@ package tmpfs
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/iovfs/iovfs/iov"
 	"github.com/iovfs/iovfs/vfs"
@@ -26,10 +25,10 @@ type File struct {
 	mu    sync.RWMutex
 	size  int64
 	pages pageTree
-	freed bool // the pages went back at the last unlink and close
+	freed bool // the inode went back at the last unlink and close
 }
 
-func (fs *FS) newFile(dir *Dir, mode uint32, c vfs.Cred, now time.Time) *File {
+func (fs *FS) newFile(dir *Dir, mode uint32, c vfs.Cred, now instant) *File {
 	f := &File{}
 	f.init(fs, dir, unix.S_IFREG|mode&0o7777, c, now)
 	return f
@@ -52,13 +51,13 @@ func (f *File) Stat() (vfs.Stat, error) {
 // write permission, so O_RDONLY|O_TRUNC truncates too. O_APPEND needs
 // nothing here: the VFS sends such writes to OpenFile.Append.
 func (f *File) Open(flags int) (vfs.Handle, error) {
+	f.mu.Lock()
 	if flags&unix.O_TRUNC != 0 {
-		f.mu.Lock()
 		f.truncateLocked(0)
-		f.mu.Unlock()
-		f.changed(time.Now().UnixNano(), true)
+		f.changed(clockNow().wall, true)
 	}
-	f.opens.Add(1)
+	f.opens.Add(1) // under mu, so that free sees it
+	f.mu.Unlock()
 	return &OpenFile{f: f}, nil
 }
 
@@ -75,7 +74,7 @@ func (f *File) Setattr(a vfs.SetAttr) error {
 	}
 	f.inode.mu.Lock()
 	defer f.inode.mu.Unlock()
-	now := time.Now()
+	now := clockNow()
 	resized := a.Valid&vfs.SetSize != 0
 	if resized {
 		f.mu.Lock()
@@ -83,7 +82,7 @@ func (f *File) Setattr(a vfs.SetAttr) error {
 		f.mu.Unlock()
 	}
 	f.setattrLocked(a, now)
-	f.changed(now.UnixNano(), resized)
+	f.changed(now.wall, resized)
 	return nil
 }
 
@@ -103,19 +102,22 @@ func (f *File) truncateLocked(size int64) {
 	f.size = size
 }
 
-// free returns the pages once the file has neither links nor handles.
+// free returns the pages once the file has neither links nor handles, and
+// the inode the first time.
 func (f *File) free() {
 	if f.nlink.Load() != 0 || f.opens.Load() != 0 {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.freed || f.nlink.Load() != 0 || f.opens.Load() != 0 {
+	if f.nlink.Load() != 0 || f.opens.Load() != 0 {
 		return
 	}
-	f.freed = true
 	f.fs.releasePages(f.pages.truncate(0))
-	f.fs.inodes.Add(-1)
+	if !f.freed {
+		f.freed = true
+		f.fs.inodes.Add(-1)
+	}
 }
 
 // OpenFile is an open regular file, the handle File.Open returns. Its read
@@ -273,7 +275,7 @@ func (f *File) startWrite(off int64, count int) (int, error) {
 		return 0, errEFBIG
 	}
 	room := int(min(int64(count), maxFileSize-off))
-	f.changed(time.Now().UnixNano(), true)
+	f.changed(clockNow().wall, true)
 	return room, nil
 }
 

@@ -49,7 +49,7 @@ func (n *inode) base() *inode { return n }
 // init sets up a new inode created by c in dir, at now. A directory with
 // the set-group-ID bit passes its group on, and the bit itself to
 // subdirectories (Linux inode_init_owner).
-func (n *inode) init(fs *FS, dir *Dir, mode uint32, c vfs.Cred, now time.Time) {
+func (n *inode) init(fs *FS, dir *Dir, mode uint32, c vfs.Cred, now instant) {
 	n.fs = fs
 	n.ino = fs.nextIno.Add(1)
 	gid := c.Gid
@@ -63,10 +63,9 @@ func (n *inode) init(fs *FS, dir *Dir, mode uint32, c vfs.Cred, now time.Time) {
 	n.uid.Store(c.Uid)
 	n.gid.Store(gid)
 	n.nlink.Store(1)
-	t := now.UnixNano()
-	n.mtime.Store(t)
-	n.ctime.Store(t)
-	n.setAtime(now, now)
+	n.mtime.Store(now.wall)
+	n.ctime.Store(now.wall)
+	n.setAtime(now.wall, now)
 }
 
 // stat fills the fields that every node type reports the same way.
@@ -89,21 +88,24 @@ func (n *inode) stat() vfs.Stat {
 // mtime or ctime, or is a day old. The common case is four atomic loads.
 func (n *inode) touchAtime() {
 	a := n.atime.Load()
-	if a > n.mtime.Load() && a > n.ctime.Load() && coarseNow.Load() < n.atimeDue.Load() {
+	if a > n.mtime.Load() && a > n.ctime.Load() && coarseMono.Load() < n.atimeDue.Load() {
 		return
 	}
-	now := time.Now()
-	n.setAtime(now, now)
+	now := clockNow()
+	n.setAtime(now.wall, now)
 }
 
-// setAtime sets atime to t; now is the current time, for the day rule.
-func (n *inode) setAtime(t, now time.Time) {
-	n.atime.Store(nanos(t))
-	age := now.Sub(t)
-	if age < 0 {
-		age = 0
+// setAtime sets atime to t, in Unix nanoseconds, at now.
+func (n *inode) setAtime(t int64, now instant) {
+	const day = int64(24 * time.Hour)
+	n.atime.Store(t)
+	due := now.mono + day
+	if t < now.wall-day {
+		due = math.MinInt64 // a day old already
+	} else if t < now.wall {
+		due -= now.wall - t
 	}
-	n.atimeDue.Store(mono(now) + int64(24*time.Hour-age))
+	n.atimeDue.Store(due)
 }
 
 // changed sets ctime to now, and mtime too if data changed.
@@ -126,7 +128,7 @@ func nanos(t time.Time) int64 {
 
 // setattrLocked applies the attributes other than the size and ctime,
 // with n.mu held.
-func (n *inode) setattrLocked(a vfs.SetAttr, now time.Time) {
+func (n *inode) setattrLocked(a vfs.SetAttr, now instant) {
 	if a.Valid&vfs.SetMode != 0 {
 		n.mode.Store(n.mode.Load()&unix.S_IFMT | a.Mode&0o7777)
 	}
@@ -137,7 +139,7 @@ func (n *inode) setattrLocked(a vfs.SetAttr, now time.Time) {
 		n.gid.Store(a.Gid)
 	}
 	if a.Valid&vfs.SetAtime != 0 {
-		n.setAtime(a.Atime, now)
+		n.setAtime(nanos(a.Atime), now)
 	}
 	if a.Valid&vfs.SetMtime != 0 {
 		n.mtime.Store(nanos(a.Mtime))
@@ -154,8 +156,8 @@ func (n *inode) setattrMeta(a vfs.SetAttr, sizeErr error) error {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	now := time.Now()
+	now := clockNow()
 	n.setattrLocked(a, now)
-	n.ctime.Store(now.UnixNano())
+	n.ctime.Store(now.wall)
 	return nil
 }

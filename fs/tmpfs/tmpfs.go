@@ -33,7 +33,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
@@ -224,7 +223,7 @@ func New(opts Options) *FS {
 		maxPages:  (opts.SizeLimit + pageSize - 1) / pageSize,
 		maxInodes: opts.NrInodes,
 	}
-	startCoarseClock()
+	startClock()
 	if opts.SizeLimit < 0 {
 		fs.maxPages = 0
 	}
@@ -233,7 +232,7 @@ func New(opts Options) *FS {
 		mode = opts.Mode & 0o7777
 	}
 	fs.inodes.Add(1)
-	fs.root = fs.newDir(nil, mode, vfs.Cred{Uid: opts.Uid, Gid: opts.Gid}, time.Now())
+	fs.root = fs.newDir(nil, mode, vfs.Cred{Uid: opts.Uid, Gid: opts.Gid}, clockNow())
 	return fs
 }
 
