@@ -152,3 +152,42 @@ func BenchmarkTmpfsPreadv(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkTmpfsPwrite compares a 4 KiB pwrite that overwrites bytes the
+// file holds, the write path that must not allocate.
+func BenchmarkTmpfsPwrite(b *testing.B) {
+	data := pattern(benchFileSize, 1)
+	buf := pattern(4<<10, 2)
+	_, _, h := newFile(b, Options{})
+	mustWrite(b, h, data, 0)
+	afs := afero.NewMemMapFs()
+	afero.WriteFile(afs, "/f", data, 0o644)
+	af, _ := afs.OpenFile("/f", unix.O_RDWR, 0)
+	bfs := memfs.New()
+	bf, _ := bfs.Create("/f")
+	bf.Write(data)
+	for _, impl := range []struct {
+		name  string
+		write func([]byte, int64) (int, error)
+	}{
+		{"iovfs", h.Write},
+		{"afero", af.WriteAt},
+		// billy's chroot file has no WriteAt: seek, then write.
+		{"billy", func(p []byte, off int64) (int, error) {
+			bf.Seek(off, io.SeekStart)
+			return bf.Write(p)
+		}},
+	} {
+		b.Run(impl.name+"/4KiB", func(b *testing.B) {
+			b.SetBytes(int64(len(buf)))
+			b.ReportAllocs()
+			off := int64(0)
+			for b.Loop() {
+				if n, err := impl.write(buf, off); n != len(buf) || err != nil {
+					b.Fatalf("pwrite: %d, %v", n, err)
+				}
+				off = (off + int64(len(buf))) % benchFileSize
+			}
+		})
+	}
+}
