@@ -313,6 +313,7 @@ func (v *Volume) dxLookup(dir *Inode, name []byte) (uint32, error) {
 	if v.rocompat&rocompatMetadataCsum != 0 {
 		tailRoom = 8
 	}
+	nodeLimit := (int(v.bs) - 8 - tailRoom) / 8 // dx_node_limit
 	frames := make([]dxFrame, 0, levels+1)
 	blk := root
 	co := 0x20
@@ -348,7 +349,7 @@ func (v *Volume) dxLookup(dir *Inode, name []byte) (uint32, error) {
 		if v.dxCountOffset(blk) != 8 {
 			return 0, errBadDx
 		}
-		wantLimit = (int(v.bs) - 8 - tailRoom) / 8
+		wantLimit = nodeLimit
 	}
 	leaf := make([]byte, v.bs)
 	for visits := uint64(0); visits < n; visits++ {
@@ -402,7 +403,7 @@ func (v *Volume) dxLookup(dir *Inode, name []byte) (uint32, error) {
 				return 0, corrupt(dir.Ino, "htree node %d invalid", child)
 			}
 			cnt := int(le16(frames[j].b, 10))
-			if cnt == 0 || cnt > int(le16(frames[j].b, 8)) {
+			if cnt == 0 || cnt > nodeLimit || int(le16(frames[j].b, 8)) != nodeLimit {
 				return 0, corrupt(dir.Ino, "htree node %d: bad count", child)
 			}
 			frames[j].count, frames[j].at = cnt, 0

@@ -217,7 +217,7 @@ func FuzzDirBlock(f *testing.F) {
 		}
 		body := data[1:]
 		nblk := (len(body) + 1023) / 1024
-		if nblk > 64 {
+		if nblk > 256 {
 			return
 		}
 		dev := &overlayDevice{size: 8 << 20, chunks: []chunk{{600 << 10, body}}}
