@@ -1,6 +1,7 @@
 package iovfs
 
 import (
+	"github.com/iovfs/iovfs/fs/ext4"
 	"github.com/iovfs/iovfs/fs/tmpfs"
 	"github.com/iovfs/iovfs/vfs"
 )
@@ -14,4 +15,8 @@ func init() {
 		}
 		return tmpfs.New(opts), nil
 	})
+	// ext4 reads ext2 and ext3 volumes too, as Linux's does.
+	for _, name := range ext4.Types {
+		vfs.RegisterFS(name, ext4.Mount)
+	}
 }

@@ -1,0 +1,287 @@
+package ext4
+
+// The VFS glue: a read-only ext2/3/4 file system mounted from a block
+// device, as Linux's ext4_fill_super does it for an "ro" mount.
+//
+// Invariants:
+//   - The FS holds a vfs.Backing on the source device from Mount until
+//     Shutdown, so the device stays open (a loop device stays bound and
+//     reports EBUSY to LOOP_CTL_REMOVE) and any DirectAccess view taken
+//     at mount stays mapped (block.DirectAccessor's validity rule).
+//   - The volume is read-only, so an Inode, a Mapping and a node never go
+//     stale: nodes are cached by inode number for the life of the mount,
+//     which gives the VFS the stable identity it compares with ==.
+//   - mu protects nodes only; no other lock is held while it is.
+
+import (
+	"fmt"
+	"log"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/block"
+	"github.com/iovfs/iovfs/vfs"
+)
+
+// Types are the file system type names the driver registers under: Linux's
+// ext4 driver serves ext2 and ext3 volumes too.
+var Types = []string{"ext4", "ext3", "ext2"}
+
+// Mount is the vfs.MountFunc of the ext4 driver. Warnings (a journal that
+// needs recovery, a bad group descriptor checksum) go to the standard
+// logger, prefixed with the source; use NewMountFunc to send them
+// elsewhere.
+//
+// The mount must be read-only (MS_RDONLY; otherwise EROFS). req.Source is
+// opened O_RDONLY through req.Proc and must be a block device (ENOTBLK
+// otherwise, as Linux's lookup_bdev). Options in req.Data, comma-separated:
+//
+//	dax, dax=always   copy file data straight from device memory; the
+//	                  device must offer direct access (EINVAL otherwise)
+//	dax=never, nodax  read file data through the device (the default)
+//	ro, noload, norecovery, errors=..., user_xattr, acl, noatime, relatime
+//	                  accepted and ignored (the mount is read-only and
+//	                  never replays the journal, as ro,noload)
+//
+// Any other option gives EINVAL, as ext4's parse_options does. For
+// benchmarks only, "x-iovfs-read=iomap|iter-wrap|iter-1seg" selects a
+// handle shaped like one of the read paths of the ext4-dax experiment
+// (see ReadPath); production mounts leave it unset.
+func Mount(req vfs.MountRequest) (vfs.FileSystem, error) {
+	return NewMountFunc(nil)(req)
+}
+
+// NewMountFunc returns a vfs.MountFunc like Mount whose warnings go to
+// logf; nil means the standard logger (stderr).
+func NewMountFunc(logf func(format string, args ...any)) vfs.MountFunc {
+	return func(req vfs.MountRequest) (vfs.FileSystem, error) {
+		lf := logf
+		if lf == nil {
+			lf = func(format string, args ...any) {
+				log.Printf("ext4 (%s): "+format, append([]any{req.Source}, args...)...)
+			}
+		}
+		return mount(req, lf)
+	}
+}
+
+// ReadPath names the shape of a regular file's read methods (see Mount's
+// x-iovfs-read option). The default, ReadScalar, is what production uses.
+type ReadPath int
+
+const (
+	// ReadScalar: the handle has Read (the scalar read) and ReadIter.
+	ReadScalar ReadPath = iota
+	// ReadIterWrap: only ReadIter, which calls the scalar read once per
+	// segment ("read_iter wraps our read" in the seed).
+	ReadIterWrap
+	// ReadIter1Seg: only ReadIter, which tests for one segment and calls
+	// the scalar read, else takes the vectored path (Mikulas's trick).
+	ReadIter1Seg
+	// ReadIomap: only ReadIter, through a begin/copy/end mapping callback
+	// pair per call with no cached mapping, modelled on dax_iomap_rw.
+	ReadIomap
+)
+
+type mountOpts struct {
+	dax  bool
+	path ReadPath
+}
+
+func parseOpts(data string) (mountOpts, error) {
+	var o mountOpts
+	for _, opt := range strings.Split(data, ",") {
+		switch opt {
+		case "", "ro", "noload", "norecovery", "user_xattr", "acl", "noatime", "relatime", "strictatime", "nodiratime":
+		case "dax", "dax=always":
+			o.dax = true
+		case "dax=never", "nodax":
+			o.dax = false
+		case "x-iovfs-read=iomap":
+			o.path = ReadIomap
+		case "x-iovfs-read=iter-wrap":
+			o.path = ReadIterWrap
+		case "x-iovfs-read=iter-1seg":
+			o.path = ReadIter1Seg
+		case "x-iovfs-read=read":
+			o.path = ReadScalar
+		default:
+			if strings.HasPrefix(opt, "errors=") {
+				continue
+			}
+			return o, fmt.Errorf("ext4: unknown mount option %q: %w", opt, syscall.EINVAL)
+		}
+	}
+	return o, nil
+}
+
+// FS is a mounted ext2/3/4 volume. It implements vfs.FileSystem and
+// vfs.Shutdowner.
+type FS struct {
+	vol    *Volume
+	b      *vfs.Backing // the source device, held open until Shutdown
+	dev    block.Device
+	bs     uint64
+	bsBits uint
+	opts   mountOpts
+
+	// dax is the device's direct accessor in dax mode, nil otherwise.
+	// mem, if not nil, is a view of the whole readable device taken at
+	// mount; it stays valid while b is held.
+	dax block.DirectAccessor
+	mem []byte
+
+	// mu protects nodes.
+	mu    sync.Mutex
+	nodes map[uint32]vfs.Node
+
+	shutdown sync.Once
+}
+
+func mount(req vfs.MountRequest, logf func(string, ...any)) (vfs.FileSystem, error) {
+	if req.Flags&unix.MS_RDONLY == 0 {
+		return nil, fmt.Errorf("ext4: the iovfs ext4 driver is read-only; mount with MS_RDONLY: %w", syscall.EROFS)
+	}
+	opts, err := parseOpts(req.Data)
+	if err != nil {
+		return nil, err
+	}
+	if req.Proc == nil {
+		return nil, fmt.Errorf("ext4: mount of %s without a process to open it: %w", req.Source, syscall.EINVAL)
+	}
+	fd, err := req.Proc.Open(req.Source, unix.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := req.Proc.Backing(fd)
+	req.Proc.Close(fd) // the Backing keeps the open file
+	if err != nil {
+		return nil, err
+	}
+	fs, err := newFS(req.Source, b, opts, logf)
+	if err != nil {
+		b.Release()
+		return nil, err
+	}
+	return fs, nil
+}
+
+func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)) (*FS, error) {
+	dev, ok := block.Of(b.Handle())
+	if !ok {
+		return nil, fmt.Errorf("ext4: %s is not a block device: %w", src, syscall.ENOTBLK)
+	}
+	fs := &FS{b: b, dev: dev, opts: opts, nodes: map[uint32]vfs.Node{}}
+	if opts.dax {
+		// Linux refuses dax on a device without dax_direct_access
+		// ("DAX unsupported by block device"); probe once, as
+		// block.DirectAccessor asks.
+		da, ok := dev.(block.DirectAccessor)
+		if ok {
+			_, err := da.DirectAccess(0, dev.SectorSize())
+			ok = err == nil
+		}
+		if !ok {
+			return nil, fmt.Errorf("ext4: dax: device %s does not offer direct access: %w", src, syscall.EINVAL)
+		}
+		fs.dax = da
+		if end := block.ReadEnd(dev); end > 0 && int64(int(end)) == end {
+			if m, err := da.DirectAccess(0, int(end)); err == nil && int64(len(m)) == end {
+				fs.mem = m
+			}
+		}
+	}
+	vol, err := Open(backingDevice{b: b, size: block.ReadEnd(dev)}, Options{Logf: logf})
+	if err != nil {
+		return nil, err
+	}
+	fs.vol = vol
+	fs.bs = uint64(vol.BlockSize())
+	for fs.bs>>fs.bsBits > 1 {
+		fs.bsBits++
+	}
+	if _, err := fs.node(vol.Root()); err != nil {
+		return nil, err
+	}
+	return fs, nil
+}
+
+// Root implements vfs.FileSystem.
+func (fs *FS) Root() vfs.Node {
+	n, _ := fs.node(fs.vol.Root()) // loaded by newFS, so cached
+	return n
+}
+
+// Volume returns the volume the file system serves.
+func (fs *FS) Volume() *Volume { return fs.vol }
+
+// DAX reports whether file data is copied from device memory.
+func (fs *FS) DAX() bool { return fs.dax != nil }
+
+// Shutdown implements vfs.Shutdowner: it releases the source device.
+func (fs *FS) Shutdown() error {
+	var err error
+	fs.shutdown.Do(func() { err = fs.b.Release() })
+	return err
+}
+
+// node returns the cached node of inode ino, making it on first use.
+func (fs *FS) node(ino uint32) (vfs.Node, error) {
+	fs.mu.Lock()
+	n := fs.nodes[ino]
+	fs.mu.Unlock()
+	if n != nil {
+		return n, nil
+	}
+	in, err := fs.vol.Inode(ino)
+	if err != nil {
+		return nil, err
+	}
+	base := nodeBase{fs: fs, in: in}
+	switch in.Mode & S_IFMT {
+	case S_IFDIR:
+		n = &dirNode{base}
+	case S_IFREG:
+		n = &fileNode{base}
+	case S_IFLNK:
+		n = &linkNode{base}
+	default:
+		n = &specialNode{base}
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if old := fs.nodes[ino]; old != nil {
+		return old, nil // another goroutine made it first
+	}
+	fs.nodes[ino] = n
+	return n, nil
+}
+
+// backingDevice is the reader's Device over the held-open source.
+type backingDevice struct {
+	b    *vfs.Backing
+	size int64
+}
+
+func (d backingDevice) Size() int64 { return d.size }
+
+// ReadAt has io.ReaderAt's contract: the driver contract allows short
+// counts, so it asks again for the rest.
+func (d backingDevice) ReadAt(p []byte, off int64) (int, error) {
+	done := 0
+	for done < len(p) {
+		n, err := d.b.ReadAt(p[done:], off+int64(done))
+		done += n
+		if err != nil {
+			return done, err
+		}
+		if n == 0 {
+			return done, syscall.EIO
+		}
+	}
+	return done, nil
+}
+

@@ -1,0 +1,130 @@
+package ext4
+
+// Nodes: one Go type per inode type, so the VFS's interface checks see
+// only what the inode supports (a directory is a Lookuper, a regular file
+// an Opener, a symlink a Readlinker, a device or fifo only a Node).
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/vfs"
+)
+
+// nodeBase is what every node has: its file system and parsed inode.
+type nodeBase struct {
+	fs *FS
+	in *Inode
+}
+
+// Stat implements vfs.Node with the fields Linux's ext4_getattr fills:
+// st_blksize is the block size, st_blocks counts 512-byte units.
+func (n *nodeBase) Stat() (vfs.Stat, error) {
+	in := n.in
+	return vfs.Stat{
+		Ino:     uint64(in.Ino),
+		Mode:    in.Mode,
+		Nlink:   uint64(in.Nlink),
+		Uid:     in.Uid,
+		Gid:     in.Gid,
+		Rdev:    in.Rdev,
+		Size:    int64(in.Size),
+		Blksize: int64(n.fs.bs),
+		Blocks:  int64(in.Blocks),
+		Atime:   ts(in.Atime),
+		Mtime:   ts(in.Mtime),
+		Ctime:   ts(in.Ctime),
+	}, nil
+}
+
+func ts(t Timespec) time.Time { return time.Unix(t.Sec, t.Nsec) }
+
+// Getxattr implements vfs.Xattrer.
+func (n *nodeBase) Getxattr(name string) ([]byte, error) {
+	return n.fs.vol.GetXattr(n.in, name)
+}
+
+// Listxattr implements vfs.Xattrer.
+func (n *nodeBase) Listxattr() ([]string, error) {
+	return n.fs.vol.ListXattr(n.in)
+}
+
+// dirNode is a directory.
+type dirNode struct{ nodeBase }
+
+// Lookup implements vfs.Lookuper. ".." is the on-disk entry, which at
+// the root names the root itself, as the VFS asks.
+func (d *dirNode) Lookup(name string) (vfs.Node, error) {
+	ino, err := d.fs.vol.Lookup(d.in, name)
+	if err != nil {
+		return nil, err
+	}
+	return d.fs.node(ino)
+}
+
+// ReadDir implements vfs.DirReader. The cookie of an entry is its
+// position in on-disk order, counting from 1; the volume is read-only, so
+// positions are stable and every entry is reported exactly once.
+func (d *dirNode) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
+	var i int64
+	return d.fs.vol.ReadDir(d.in, func(name []byte, ino uint32, ftype uint8) bool {
+		i++
+		if i <= off {
+			return true
+		}
+		return fn(vfs.Dirent{Name: string(name), Ino: uint64(ino), Type: dtype(ftype), Off: i})
+	})
+}
+
+// dtype converts an EXT4_FT_* directory entry type to getdents' DT_*;
+// without the filetype feature it is DT_UNKNOWN, as in Linux.
+func dtype(ft uint8) uint8 {
+	switch ft {
+	case FTRegular:
+		return unix.DT_REG
+	case FTDir:
+		return unix.DT_DIR
+	case FTChrdev:
+		return unix.DT_CHR
+	case FTBlkdev:
+		return unix.DT_BLK
+	case FTFifo:
+		return unix.DT_FIFO
+	case FTSock:
+		return unix.DT_SOCK
+	case FTSymlink:
+		return unix.DT_LNK
+	}
+	return unix.DT_UNKNOWN
+}
+
+// linkNode is a symbolic link.
+type linkNode struct{ nodeBase }
+
+// Readlink implements vfs.Readlinker.
+func (l *linkNode) Readlink() (string, error) {
+	return l.fs.vol.Readlink(l.in)
+}
+
+// specialNode is a device, fifo or socket inode: it has metadata only.
+type specialNode struct{ nodeBase }
+
+// fileNode is a regular file.
+type fileNode struct{ nodeBase }
+
+// Open implements vfs.Opener. The VFS has already refused write access on
+// the read-only mount (EROFS). The handle's shape is fixed here, once, by
+// the mount's read path (ARCHITECTURE: the path is chosen at open).
+func (f *fileNode) Open(flags int) (vfs.Handle, error) {
+	h := &handle{fs: f.fs, in: f.in}
+	switch f.fs.opts.path {
+	case ReadIterWrap:
+		return iterWrapHandle{h}, nil
+	case ReadIter1Seg:
+		return iter1SegHandle{h}, nil
+	case ReadIomap:
+		return iomapHandle{h}, nil
+	}
+	return h, nil
+}
