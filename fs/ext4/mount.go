@@ -284,4 +284,3 @@ func (d backingDevice) ReadAt(p []byte, off int64) (int, error) {
 	}
 	return done, nil
 }
-
