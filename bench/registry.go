@@ -4,6 +4,7 @@ package bench
 // them. Adding an experiment is adding it here.
 var experiments = []*Experiment{
 	zeroExperiment,
+	daxExperiment,
 }
 
 // Experiments returns every registered experiment, in run order.

@@ -99,12 +99,27 @@ func withoutTailHole(t testing.TB, dir string) {
 	os.Remove(filepath.Join(dir, "tailhole"))
 }
 
-// forFSTest is populate without what fstest.TestFS cannot read as a file
-// (a fifo blocks on the host and gives EINVAL here; a dangling link).
+// forFSTest is a small tree for fstest.TestFS, which reads every file
+// many ways (and would block on a fifo): a few files of one and several
+// blocks, one with a hole, nested directories and symlinks.
 func forFSTest(t testing.TB, dir string) {
-	populate(t, dir)
-	os.Remove(filepath.Join(dir, "fifo"))
-	os.Remove(filepath.Join(dir, "slowlink"))
+	t.Helper()
+	for name, n := range map[string]int{"tiny.txt": 12, "page": 4096, "odd": 12345, "a/b/c/deep.txt": 3000, "many/f1": 10, "many/f2": 0} {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, bytes.Repeat([]byte(name[:1]), n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Create(filepath.Join(dir, "sparse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("head"), 0)
+	f.WriteAt([]byte("tail"), 20000)
+	f.Close()
+	os.Symlink("tiny.txt", filepath.Join(dir, "fastlink"))
+	os.Symlink("a/b", filepath.Join(dir, "dirlink"))
 }
 
 // mkImage builds an image of the tree made by fill with mke2fs args (for
@@ -129,9 +144,9 @@ func mkImage(t testing.TB, sizeKiB int, fill func(testing.TB, string), args ...s
 type source int
 
 const (
-	viaLoop source = iota // /dev/loop0 over the imported host file (offers direct access)
-	viaRAM                // /dev/ram0 filled with the image
-	viaTmpfsLoop          // /dev/loop0 over a copy in iovfs's tmpfs (no direct access)
+	viaLoop      source = iota // /dev/loop0 over the imported host file (offers direct access)
+	viaRAM                     // /dev/ram0 filled with the image
+	viaTmpfsLoop               // /dev/loop0 over a copy in iovfs's tmpfs (no direct access)
 )
 
 func (s source) String() string { return [...]string{"loop", "ram", "tmpfs-loop"}[s] }

@@ -1,0 +1,22 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func TestBenchDax(t *testing.T) {
+	if _, err := exec.LookPath("mke2fs"); err != nil {
+		t.Skip("mke2fs (e2fsprogs) is not installed")
+	}
+	code, out, errOut := runArgs("bench", "dax", "--file-size", "1M", "--loops", "2", "--reads", "200", "--pattern", "rand")
+	if code != 0 {
+		t.Fatalf("status %d\n%s", code, errOut)
+	}
+	for _, s := range []string{"== dax:", "iomap", "iter-wrap", "iter-1seg", "memcpy", "the seed's table", "36.477 s"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+}
