@@ -2,7 +2,9 @@ package ext4_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -224,4 +226,58 @@ func TestVFSAllocs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// damageInode flips a byte of the atime of path's inode, which only its
+// metadata_csum checksum notices.
+func damageInode(t testing.TB, img, path string) {
+	t.Helper()
+	out, err := exec.Command("debugfs", "-R", "imap "+path, img).CombinedOutput()
+	if err != nil {
+		t.Fatalf("debugfs imap: %v\n%s", err, out)
+	}
+	var blk, off int64
+	i := strings.Index(string(out), "located at block")
+	if i < 0 {
+		t.Fatalf("debugfs imap: %s", out)
+	}
+	if _, err := fmt.Sscanf(string(out[i:]), "located at block %d, offset 0x%x", &blk, &off); err != nil {
+		t.Fatalf("debugfs imap: %v: %s", err, out)
+	}
+	out, err = exec.Command("dumpe2fs", "-h", img).CombinedOutput()
+	if err != nil {
+		t.Fatalf("dumpe2fs: %v", err)
+	}
+	var bs int64
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "Block size:") {
+			fmt.Sscan(strings.TrimPrefix(l, "Block size:"), &bs)
+		}
+	}
+	f, err := os.OpenFile(img, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	at := blk*bs + off + 8 // i_atime
+	f.ReadAt(b, at)
+	b[0] ^= 0x55
+	f.WriteAt(b, at)
+}
+
+// TestVFSErrno: damage reported by the reader keeps its errno through the
+// VFS (EBADMSG, Linux's EFSBADCRC, for a bad inode checksum), and the
+// rest of the volume is still served.
+func TestVFSErrno(t *testing.T) {
+	img := mkImage(t, 2048, func(t testing.TB, dir string) {
+		os.WriteFile(filepath.Join(dir, "victim"), []byte("v"), 0o644)
+		os.WriteFile(filepath.Join(dir, "other"), []byte("o"), 0o644)
+	}, "-t", "ext4", "-I", "256")
+	damageInode(t, img, "/victim")
+	p := mountImage(t, img, viaLoop, "dax")
+	if _, err := p.Open("/mnt/victim", unix.O_RDONLY, 0); !errors.Is(err, syscall.EBADMSG) {
+		t.Errorf("open of a damaged inode: %v, want EBADMSG", err)
+	}
+	compareFile(t, p, "/mnt/other", []byte("o"))
 }

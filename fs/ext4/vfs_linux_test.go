@@ -1,0 +1,138 @@
+package ext4_test
+
+// Differential tests through the VFS against the Linux kernel's ext4: the
+// same image mounted read-only by the kernel (loop, noload) and by iovfs
+// (default, dax over a loop device on the imported image, dax over a RAM
+// disk), compared field by field.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// needRoot skips a test that needs root, or fails it under
+// IOVFS_REQUIRE_PRIVILEGED=1.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("IOVFS_REQUIRE_PRIVILEGED") == "1" {
+		t.Fatal("needs root for kernel loop mounts, and IOVFS_REQUIRE_PRIVILEGED=1")
+	}
+	t.Skip("needs root for kernel loop mounts")
+}
+
+// kernelMount mounts img read-only in the host kernel on an AUTOCLEAR
+// loop device and returns the mount point; the test's cleanup unmounts
+// it, which frees the device.
+func kernelMount(t *testing.T, img string) string {
+	t.Helper()
+	dir := t.TempDir()
+	ctl, err := unix.Open("/dev/loop-control", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(ctl)
+	imgFd, err := unix.Open(img, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(imgFd)
+	for try := 0; ; try++ {
+		n, err := unix.IoctlRetInt(ctl, unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			t.Fatalf("LOOP_CTL_GET_FREE: %v", err)
+		}
+		dev := fmt.Sprintf("/dev/loop%d", n)
+		lfd, err := unix.Open(dev, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := unix.LoopConfig{Fd: uint32(imgFd)}
+		cfg.Info.Flags = unix.LO_FLAGS_READ_ONLY | unix.LO_FLAGS_AUTOCLEAR
+		err = unix.IoctlLoopConfigure(lfd, &cfg)
+		if errors.Is(err, unix.EBUSY) && try < 10 {
+			unix.Close(lfd)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			unix.Close(lfd)
+			t.Fatalf("LOOP_CONFIGURE %s: %v", dev, err)
+		}
+		err = unix.Mount(dev, dir, "ext4", unix.MS_RDONLY, "noload")
+		unix.Close(lfd) // the mount keeps it bound; unmounting clears it
+		if err != nil {
+			t.Fatalf("kernel mount %s: %v", dev, err)
+		}
+		break
+	}
+	t.Cleanup(func() {
+		err := unix.Unmount(dir, 0)
+		for try := 0; errors.Is(err, unix.EBUSY) && try < 50; try++ {
+			time.Sleep(20 * time.Millisecond)
+			err = unix.Unmount(dir, 0)
+		}
+		if err != nil {
+			t.Errorf("kernel unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+func TestVFSKernel(t *testing.T) {
+	needRoot(t)
+	needMke2fs(t)
+	ims := append(images[:len(images):len(images)],
+		struct {
+			name string
+			fill func(testing.TB, string)
+			args []string
+		}{"nocsum-32bit-I128", populate, []string{"-t", "ext4", "-O", "^metadata_csum,^64bit", "-I", "128"}})
+	for _, im := range ims {
+		// One kernel mount at a time: there are only 8 loop devices.
+		t.Run(im.name, func(t *testing.T) {
+			img := mkImage(t, 8192, im.fill, im.args...)
+			host := kernelMount(t, img)
+			for _, m := range modes {
+				t.Run(m.name, func(t *testing.T) {
+					p := mountImage(t, img, m.src, m.opts)
+					if n := compareTree(t, p, "/mnt", host, true); n < 300 {
+						t.Errorf("compared %d files", n)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestVFSKernelErrno damages a file's inode in a metadata_csum image and
+// checks that iovfs and the kernel both refuse it with EBADMSG (Linux's
+// EFSBADCRC) through the descriptor API, and both still serve the others.
+func TestVFSKernelErrno(t *testing.T) {
+	needRoot(t)
+	img := mkImage(t, 2048, func(t testing.TB, dir string) {
+		os.WriteFile(filepath.Join(dir, "victim"), []byte("v"), 0o644)
+		os.WriteFile(filepath.Join(dir, "other"), []byte("o"), 0o644)
+	}, "-t", "ext4", "-I", "256")
+	damageInode(t, img, "/victim")
+	host := kernelMount(t, img)
+	_, herr := os.Stat(filepath.Join(host, "victim"))
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			p := mountImage(t, img, m.src, m.opts)
+			_, err := p.Stat("/mnt/victim")
+			if !errors.Is(err, unix.EBADMSG) || !errors.Is(herr, unix.EBADMSG) {
+				t.Errorf("stat of a damaged inode: iovfs %v, kernel %v; want EBADMSG from both", err, herr)
+			}
+			compareFile(t, p, "/mnt/other", []byte("o"))
+		})
+	}
+}
