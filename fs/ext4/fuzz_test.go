@@ -144,6 +144,7 @@ func exercise(v *Volume, in *Inode) {
 			names = append(names, string(name))
 			return len(names) < 1000
 		})
+		_ = v.ReadDirFrom(in, 13, func([]byte, uint32, uint8, int64) bool { return true })
 		for _, n := range append(names, "..", "missing", "lost+found") {
 			_, _ = v.Lookup(in, n)
 		}
