@@ -41,7 +41,7 @@ type pageTree struct {
 }
 
 // span returns the number of page indexes a tree of height h covers.
-func span(h int) int64 { return 1 << (radixShift * h) }
+func span(h int) int64 { return 1 << uint(radixShift*h) }
 
 // get returns the page at idx, or nil for a hole.
 func (t *pageTree) get(idx int64) *page {
@@ -50,7 +50,7 @@ func (t *pageTree) get(idx int64) *page {
 		return nil
 	}
 	for h := t.height - 1; h > 0; h-- {
-		n = (*rnode)(n.slots[(idx>>(radixShift*h))&radixMask])
+		n = (*rnode)(n.slots[(idx>>uint(radixShift*h))&radixMask])
 		if n == nil {
 			return nil
 		}
