@@ -35,10 +35,15 @@ func (v *Volume) recLen(raw uint16) int {
 	return int(raw&65532) | int(raw&3)<<16
 }
 
+// entryFunc receives a directory entry and the directory offset just past
+// it; it returns false to stop the walk.
+type entryFunc func(name []byte, ino uint32, ft uint8, next int64) bool
+
 // walkEntries calls fn for each in-use entry of the directory entries in b,
-// after the checks of ext4_check_dir_entry. fn returns false to stop; then
-// walkEntries returns stop == true.
-func (v *Volume) walkEntries(dir *Inode, b []byte, fn func(name []byte, ino uint32, ft uint8) bool) (stop bool, err error) {
+// after the checks of ext4_check_dir_entry. b starts at directory offset
+// base; entries starting before from are checked but not reported. fn
+// returns false to stop; then walkEntries returns stop == true.
+func (v *Volume) walkEntries(dir *Inode, b []byte, base, from int64, fn entryFunc) (stop bool, err error) {
 	for off := 0; off < len(b); {
 		if off+8 > len(b) {
 			return false, corrupt(dir.Ino, "directory entry at %d: truncated header", off)
@@ -52,12 +57,12 @@ func (v *Volume) walkEntries(dir *Inode, b []byte, fn func(name []byte, ino uint
 		if ino > v.inodes {
 			return false, corrupt(dir.Ino, "directory entry at %d: inode %d out of range", off, ino)
 		}
-		if ino != 0 {
+		if ino != 0 && base+int64(off) >= from {
 			var ft uint8
 			if v.incompat&incompatFiletype != 0 {
 				ft = b[off+7]
 			}
-			if !fn(b[off+8:off+8+nl], ino, ft) {
+			if !fn(b[off+8:off+8+nl], ino, ft, base+int64(off+rl)) {
 				return true, nil
 			}
 		}
@@ -153,23 +158,38 @@ func (v *Volume) dirBlocks(dir *Inode) uint64 {
 // is stricter than Linux's linear readdir, which logs such a block and skips
 // it; Lookup matches Linux.
 func (v *Volume) ReadDir(dir *Inode, fn func(name []byte, ino uint32, ftype uint8) bool) error {
-	skipDots := func(name []byte, ino uint32, ft uint8) bool {
+	return v.ReadDirFrom(dir, 0, func(name []byte, ino uint32, ftype uint8, _ int64) bool {
+		return fn(name, ino, ftype)
+	})
+}
+
+// ReadDirFrom is ReadDir starting at directory offset pos, for a reader
+// that lists a directory in pieces (getdents). fn also receives next, the
+// offset just past the entry: passing it back as pos resumes after that
+// entry. Offsets are byte positions in the directory (in the inline area
+// for inline_data directories), as ext4's linear readdir uses; 0 is the
+// start. A pos inside an entry resumes at the next entry boundary.
+func (v *Volume) ReadDirFrom(dir *Inode, pos int64, fn func(name []byte, ino uint32, ftype uint8, next int64) bool) error {
+	if pos < 0 {
+		return syscall.EINVAL
+	}
+	_, err := v.scanDir(dir, pos, func(name []byte, ino uint32, ft uint8, next int64) bool {
 		if string(name) == "." || string(name) == ".." {
 			return true
 		}
-		return fn(name, ino, ft)
-	}
-	_, err := v.scanDir(dir, skipDots)
+		return fn(name, ino, ft, next)
+	})
 	return err
 }
 
-// scanDir is the linear walk under ReadDir and the non-indexed Lookup.
-func (v *Volume) scanDir(dir *Inode, fn func(name []byte, ino uint32, ft uint8) bool) (bool, error) {
+// scanDir is the linear walk under ReadDir and the non-indexed Lookup,
+// from directory offset from on.
+func (v *Volume) scanDir(dir *Inode, from int64, fn entryFunc) (bool, error) {
 	if !dir.IsDir() {
 		return false, syscall.ENOTDIR
 	}
 	if dir.Flags&FlagInlineData != 0 {
-		return v.scanInlineDir(dir, fn)
+		return v.scanInlineDir(dir, from, fn)
 	}
 	bp := v.getBuf()
 	defer v.putBuf(bp)
@@ -177,7 +197,7 @@ func (v *Volume) scanDir(dir *Inode, fn func(name []byte, ino uint32, ft uint8) 
 	var c ExtentCache
 	seen := make(map[uint64]struct{})
 	n := v.dirBlocks(dir)
-	for lblk := uint64(0); lblk < n; {
+	for lblk := uint64(from) >> v.bsBits; lblk < n; {
 		m, err := v.MapBlocks(dir, &c, lblk)
 		if err != nil {
 			return false, err
@@ -194,7 +214,7 @@ func (v *Volume) scanDir(dir *Inode, fn func(name []byte, ino uint32, ft uint8) 
 			return false, corrupt(dir.Ino, "directory block %d appears twice", phys)
 		}
 		seen[phys] = struct{}{}
-		stop, err := v.walkEntries(dir, buf[:v.bs], fn)
+		stop, err := v.walkEntries(dir, buf[:v.bs], int64(lblk<<v.bsBits), from, fn)
 		if stop || err != nil {
 			return stop, err
 		}
@@ -205,7 +225,9 @@ func (v *Volume) scanDir(dir *Inode, fn func(name []byte, ino uint32, ft uint8) 
 
 // scanInlineDir walks an inline_data directory: a 4-byte parent inode
 // number, then entries in the rest of i_block, then in system.data.
-func (v *Volume) scanInlineDir(dir *Inode, fn func(name []byte, ino uint32, ft uint8) bool) (bool, error) {
+// Offsets are positions in the inline data; "." and ".." stand for the
+// 4-byte header.
+func (v *Volume) scanInlineDir(dir *Inode, from int64, fn entryFunc) (bool, error) {
 	data, err := v.inlineData(dir)
 	if err != nil {
 		return false, err
@@ -213,15 +235,15 @@ func (v *Volume) scanInlineDir(dir *Inode, fn func(name []byte, ino uint32, ft u
 	if len(data) < 4 {
 		return false, corrupt(dir.Ino, "inline directory too short")
 	}
-	if !fn([]byte("."), dir.Ino, FTDir) || !fn([]byte(".."), le32(data, 0), FTDir) {
+	if from == 0 && (!fn([]byte("."), dir.Ino, FTDir, 0) || !fn([]byte(".."), le32(data, 0), FTDir, 4)) {
 		return true, nil
 	}
 	end := min(uint64(len(data)), max(dir.Size, 60))
-	if stop, err := v.walkEntries(dir, data[4:min(60, end)], fn); stop || err != nil {
+	if stop, err := v.walkEntries(dir, data[4:min(60, end)], 4, from, fn); stop || err != nil {
 		return stop, err
 	}
 	if end > 60 {
-		return v.walkEntries(dir, data[60:end], fn)
+		return v.walkEntries(dir, data[60:end], 60, from, fn)
 	}
 	return false, nil
 }
@@ -253,7 +275,7 @@ func (v *Volume) Lookup(dir *Inode, name string) (uint32, error) {
 		}
 	}
 	var found uint32
-	_, err := v.scanDir(dir, func(n []byte, ino uint32, _ uint8) bool {
+	_, err := v.scanDir(dir, 0, func(n []byte, ino uint32, _ uint8, _ int64) bool {
 		if string(n) == name {
 			found = ino
 			return false
@@ -366,7 +388,7 @@ func (v *Volume) dxLookup(dir *Inode, name []byte) (uint32, error) {
 			return 0, corrupt(dir.Ino, "htree leaf %d is a hole", lb)
 		}
 		var found uint32
-		if _, err := v.walkEntries(dir, leaf, func(nm []byte, ino uint32, _ uint8) bool {
+		if _, err := v.walkEntries(dir, leaf, 0, 0, func(nm []byte, ino uint32, _ uint8, _ int64) bool {
 			if bytes.Equal(nm, name) {
 				found = ino
 				return false

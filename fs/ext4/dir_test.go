@@ -86,3 +86,35 @@ func TestHtreeContinuationBadNode(t *testing.T) {
 		t.Fatalf("Lookup: %v, want ENOENT", err)
 	}
 }
+
+// TestEAInodeCycle: two inline-data inodes whose system.data values live in
+// each other (as EA inodes) must give EUCLEAN, not recurse forever.
+func TestEAInodeCycle(t *testing.T) {
+	le := binary.LittleEndian
+	inode := func(other uint32, flags uint32) []byte {
+		raw := make([]byte, 256)
+		le.PutUint16(raw[0:], S_IFREG|0o644)
+		le.PutUint32(raw[4:], 100) // i_size: 60 inline bytes + 40 in system.data
+		le.PutUint16(raw[0x1A:], 1)
+		le.PutUint32(raw[0x20:], flags)
+		le.PutUint16(raw[0x80:], 32)
+		x := raw[128+32:]
+		le.PutUint32(x[0:], xattrMagic)
+		e := x[4:]
+		e[0], e[1] = 4, xSystem // name "data"
+		le.PutUint32(e[4:], other)
+		le.PutUint32(e[8:], 100)
+		copy(e[16:], "data")
+		return raw
+	}
+	itable := append(make([]byte, 11*256), inode(13, FlagInlineData|FlagEAInode)...)
+	itable = append(itable, inode(12, FlagInlineData|FlagEAInode)...)
+	v := testVolume(&overlayDevice{size: 8 << 20, chunks: []chunk{{5 << 10, itable}}})
+	in, err := v.Inode(12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.ReadAt(in, nil, make([]byte, 100), 0); !errors.Is(err, syscall.EUCLEAN) {
+		t.Fatalf("ReadAt: %v, want EUCLEAN", err)
+	}
+}

@@ -9,6 +9,7 @@
 //	ino, err := v.Lookup(root, "etc")       // htree-indexed when the directory is
 //	dir, _ := v.Inode(ino)
 //	err = v.ReadDir(dir, func(name []byte, ino uint32, ftype uint8) bool { ...; return true })
+//	err = v.ReadDirFrom(dir, pos, fn)       // resumable listing for getdents
 //	var c ext4.ExtentCache                  // one per open file
 //	n, err := v.ReadAt(file, &c, buf, off)  // pread(2) semantics: 0, nil at EOF
 //

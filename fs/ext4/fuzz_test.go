@@ -144,6 +144,7 @@ func exercise(v *Volume, in *Inode) {
 			names = append(names, string(name))
 			return len(names) < 1000
 		})
+		_ = v.ReadDirFrom(in, 13, func([]byte, uint32, uint8, int64) bool { return true })
 		for _, n := range append(names, "..", "missing", "lost+found") {
 			_, _ = v.Lookup(in, n)
 		}
@@ -166,13 +167,15 @@ func FuzzSuperblock(f *testing.F) {
 }
 
 // FuzzInode: data is an on-disk inode (256 bytes) followed by bytes placed
-// at block 600 on, where its extents, xattr block or directory may point.
+// both at block 600 on, where its extents, xattr block or directory may
+// point, and over the inode table from inode 13 on, so that EA inodes and
+// directory entries find fuzzed inodes.
 func FuzzInode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 256 {
 			return
 		}
-		dev := &overlayDevice{size: 8 << 20, chunks: []chunk{{600 << 10, data[256:]}}}
+		dev := &overlayDevice{size: 8 << 20, chunks: []chunk{{600 << 10, data[256:]}, {5<<10 + 12*256, data[256:]}}}
 		v := testVolume(dev)
 		in, err := v.parseInode(12, data[:256])
 		if err != nil {

@@ -303,6 +303,28 @@ func compareTree(t *testing.T, v *Volume, src string, xattrs bool) {
 			if !slices.Equal(got, want) {
 				t.Errorf("%s: listing differs: %d entries, want %d", rel, len(got), len(want))
 			}
+			// Listing in pieces of 7, resuming at each piece's last next
+			// offset, gives the same sequence.
+			var pieces []string
+			for pos := int64(0); ; {
+				n := 0
+				err := v.ReadDirFrom(in, pos, func(name []byte, _ uint32, _ uint8, next int64) bool {
+					pieces = append(pieces, string(name))
+					pos = next
+					n++
+					return n < 7
+				})
+				if err != nil {
+					t.Errorf("%s: ReadDirFrom: %v", rel, err)
+				}
+				if n == 0 || err != nil {
+					break
+				}
+			}
+			slices.Sort(pieces)
+			if !slices.Equal(pieces, got) {
+				t.Errorf("%s: listing in pieces: %d names, whole: %d", rel, len(pieces), len(got))
+			}
 			if len(want) > 1000 && !v.isDx(in) {
 				t.Errorf("%s: %d entries but no htree index (test set-up)", rel, len(want))
 			}

@@ -217,7 +217,9 @@ func (v *Volume) eaInodeValue(in *Inode, x xattr) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ea.Flags&FlagEAInode == 0 || !ea.IsRegular() || ea.Size != uint64(x.size) {
+	// An EA inode's value lives in its blocks (ext4_xattr_inode_read); one
+	// with inline data could chain back through system.data without end.
+	if ea.Flags&FlagEAInode == 0 || ea.Flags&FlagInlineData != 0 || !ea.IsRegular() || ea.Size != uint64(x.size) {
 		return nil, corrupt(in.Ino, "xattr value inode %d invalid", x.inum)
 	}
 	buf := make([]byte, x.size)

@@ -226,7 +226,7 @@ func (d *Dir) Link(name string, target vfs.Node) error {
 	}
 	b.nlink.Add(1)
 	now := clockNow().wall
-	b.ctime.Store(now)
+	b.changed(now, false)
 	b.mu.Unlock()
 	d.add(name, t, now)
 	return nil
@@ -258,7 +258,7 @@ func dropLink(n node, now int64) {
 	b := n.base()
 	b.mu.Lock()
 	b.nlink.Add(-1)
-	b.ctime.Store(now)
+	b.changed(now, false)
 	b.mu.Unlock()
 }
 
@@ -294,7 +294,7 @@ func (d *Dir) kill(now int64) error {
 		return errENOTEMPTY
 	}
 	d.removed = true
-	d.ctime.Store(now)
+	d.changed(now, false)
 	return nil
 }
 
@@ -398,7 +398,7 @@ func (d *Dir) renameLocked(oldName string, nd *Dir, newName string) (node, error
 		nd.subdirs++
 		srcDir.parent.Store(nd)
 	}
-	src.node.base().ctime.Store(now)
+	src.node.base().changed(now, false)
 	return victim, nil
 }
 

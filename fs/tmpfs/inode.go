@@ -40,7 +40,8 @@ type inode struct {
 	// Timestamps in Unix nanoseconds, so they fit an atomic: times outside
 	// the years 1678-2262 are clamped.
 	atime, mtime, ctime atomic.Int64
-	// atimeDue is the mono reading from which atime is a day old.
+	// atimeDue is the coarse clock reading from which a read must look
+	// at atime again (see touchAtime).
 	atimeDue atomic.Int64
 }
 
@@ -84,36 +85,51 @@ func (n *inode) stat() vfs.Stat {
 }
 
 // touchAtime applies Linux's default relatime rule (relatime_need_update)
-// for a read at the current time: atime moves only if it is not newer than
-// mtime or ctime, or is a day old. The common case is four atomic loads.
+// for a read now: atime moves only if it is not newer than mtime or ctime,
+// or is a day old. atimeDue caches the answer: it is the coarse clock
+// reading until which atime stays, or MinInt64 after any change to the
+// times, so the common case is two loads and inlines into the read path.
 func (n *inode) touchAtime() {
-	a := n.atime.Load()
-	if a > n.mtime.Load() && a > n.ctime.Load() && coarseMono.Load() < n.atimeDue.Load() {
+	if coarseMono.Load() < n.atimeDue.Load() {
 		return
 	}
+	n.updateAtime()
+}
+
+// updateAtime is touchAtime's slow path: the full relatime check.
+func (n *inode) updateAtime() {
 	now := clockNow()
+	if a := n.atime.Load(); a > n.mtime.Load() && a > n.ctime.Load() && now.wall-a < day {
+		n.atimeDue.Store(now.mono + day - (now.wall - a))
+		return
+	}
 	n.setAtime(now.wall, now)
 }
 
-// setAtime sets atime to t, in Unix nanoseconds, at now.
+const day = int64(24 * time.Hour)
+
+// setAtime sets atime to t, in Unix nanoseconds, at now, and when a read
+// must next look at it.
 func (n *inode) setAtime(t int64, now instant) {
-	const day = int64(24 * time.Hour)
 	n.atime.Store(t)
-	due := now.mono + day
-	if t < now.wall-day {
-		due = math.MinInt64 // a day old already
-	} else if t < now.wall {
-		due -= now.wall - t
+	switch {
+	case t <= n.mtime.Load() || t <= n.ctime.Load() || t < now.wall-day:
+		n.atimeDue.Store(math.MinInt64)
+	case t > now.wall: // in the future: a day from now at the latest
+		n.atimeDue.Store(now.mono + day)
+	default:
+		n.atimeDue.Store(now.mono + day - (now.wall - t))
 	}
-	n.atimeDue.Store(due)
 }
 
-// changed sets ctime to now, and mtime too if data changed.
+// changed sets ctime to now, and mtime too if data changed; the next read
+// rechecks atime.
 func (n *inode) changed(now int64, data bool) {
 	if data {
 		n.mtime.Store(now)
 	}
 	n.ctime.Store(now)
+	n.atimeDue.Store(math.MinInt64)
 }
 
 // nanos converts t to Unix nanoseconds, clamped to what an int64 holds.
@@ -158,6 +174,6 @@ func (n *inode) setattrMeta(a vfs.SetAttr, sizeErr error) error {
 	defer n.mu.Unlock()
 	now := clockNow()
 	n.setattrLocked(a, now)
-	n.ctime.Store(now.wall)
+	n.changed(now.wall, false)
 	return nil
 }

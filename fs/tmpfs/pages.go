@@ -41,7 +41,7 @@ type pageTree struct {
 }
 
 // span returns the number of page indexes a tree of height h covers.
-func span(h int) int64 { return 1 << (radixShift * h) }
+func span(h int) int64 { return 1 << uint(radixShift*h) }
 
 // get returns the page at idx, or nil for a hole.
 func (t *pageTree) get(idx int64) *page {
@@ -50,7 +50,7 @@ func (t *pageTree) get(idx int64) *page {
 		return nil
 	}
 	for h := t.height - 1; h > 0; h-- {
-		n = (*rnode)(n.slots[(idx>>(radixShift*h))&radixMask])
+		n = (*rnode)(n.slots[(idx>>uint(radixShift*h))&radixMask])
 		if n == nil {
 			return nil
 		}
@@ -60,8 +60,11 @@ func (t *pageTree) get(idx int64) *page {
 
 // insert stores pg at idx, which must be a hole.
 func (t *pageTree) insert(idx int64, pg *page) {
-	if t.root == nil {
+	if t.root == nil { // start as tall as idx needs, not with an empty level
 		t.root, t.height = new(rnode), 1
+		for idx >= span(t.height) {
+			t.height++
+		}
 	}
 	for idx >= span(t.height) {
 		up := &rnode{pages: t.root.pages}
@@ -98,6 +101,12 @@ func (t *pageTree) truncate(first int64) int64 {
 	t.n -= freed
 	if t.n == 0 {
 		t.root, t.height = nil, 0
+		return freed
+	}
+	// Drop levels that only lead to slot 0, so lookups stay short.
+	for t.height > 1 && t.root.slots[0] != nil && (*rnode)(t.root.slots[0]).pages == t.n {
+		t.root = (*rnode)(t.root.slots[0])
+		t.height--
 	}
 	return freed
 }

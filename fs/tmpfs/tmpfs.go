@@ -1,10 +1,19 @@
 // Package tmpfs is an in-memory file system with the semantics of Linux's
 // tmpfs (mm/shmem.c): regular files, directories and symbolic links, hard
-// links, a size limit, holes, and timestamps kept as Linux keeps them.
+// links, size and inode limits, holes, and timestamps kept as Linux keeps
+// them (relatime included).
+//
+// New makes an instance from Options, which Parse reads from mount data
+// such as "size=64m,mode=1777". Its nodes are *Dir, *File and *Symlink;
+// File.Open returns an *OpenFile, the handle the VFS calls for reads,
+// writes, appends and lseek. Open with O_TRUNC truncates the file itself;
+// O_APPEND needs nothing from the file system, as the VFS sends those
+// writes to OpenFile.Append.
 //
 // File data lives in 4 KiB pages held in a sparse radix tree (pages.go), so
 // a write costs O(bytes written), holes take no memory and read as zeros,
-// and SEEK_DATA/SEEK_HOLE report them.
+// and SEEK_DATA/SEEK_HOLE report them. The size limit counts pages held,
+// as Linux's does.
 //
 // # Locking
 //
@@ -24,7 +33,9 @@
 // Lookup and ReadDir take their directory's lock shared, and no other. Read
 // takes only File.mu shared, so readers of one file run in parallel; the
 // attributes that every read and write touch (timestamps) are atomics,
-// like the fields Linux's stat reads without i_rwsem.
+// like the fields Linux's stat reads without i_rwsem. ReadDir calls its
+// callback with no lock held. Timestamps come from clock.go, which reads
+// the clock once per change and not at all for most reads.
 package tmpfs
 
 import (
