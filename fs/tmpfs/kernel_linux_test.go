@@ -317,7 +317,10 @@ func TestSizeLimitLinux(t *testing.T) {
 			func() result { n, err := unix.Pwrite(hfd["f"], pattern(10, 1), 4*pageSize); return result{n, err} },
 			func() result { n, err := ofd["f"].Write(pattern(10, 1), 4*pageSize); return result{n, err} }},
 		{"overwrite held pages",
-			func() result { n, err := unix.Pwrite(hfd["f"], pattern(pageSize, 2), pageSize+7); return result{n, err} },
+			func() result {
+				n, err := unix.Pwrite(hfd["f"], pattern(pageSize, 2), pageSize+7)
+				return result{n, err}
+			},
 			func() result { n, err := ofd["f"].Write(pattern(pageSize, 2), pageSize+7); return result{n, err} }},
 		{"open g", func() result { open("g"); return result{} }, func() result { return result{} }},
 		{"write to a second file",
