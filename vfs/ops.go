@@ -24,9 +24,14 @@ type Node interface {
 
 // An Opener is a Node that can be opened. flags are the open(2) flags
 // (unix.O_RDONLY, unix.O_WRONLY, unix.O_RDWR and modifiers); the VFS has
-// already checked the access mode against the node's type. Open returns
-// the handle that later calls go to. A handle that needs no state may be
-// the node itself.
+// already checked the access mode against the node's type and the mount.
+// Open returns the handle that later calls go to. A handle that needs no
+// state may be the node itself.
+//
+// With O_TRUNC on a regular file the VFS calls Setattr with size 0 after
+// Open, as Linux's handle_truncate does; a file system may also truncate
+// in Open. Every successful Open is matched by exactly one Release of the
+// handle (when it is a Releaser), even if no descriptor was installed.
 type Opener interface {
 	Open(flags int) (Handle, error)
 }
@@ -219,7 +224,9 @@ type Dirent struct {
 }
 
 // DirReader lists a directory (Linux's iterate_shared). ReadDir calls fn
-// for the entries after cookie off (0 starts at the beginning), in a stable
+// for the entries after cookie off (any off below 3 starts at the
+// beginning: 1 and 2 belong to the VFS's "." and "..", as Linux's
+// DIR_OFFSET_MIN reserves them), in a stable
 // order, until fn returns false or the entries run out. Each entry present
 // for the whole listing is reported exactly once, even if other entries
 // are created or removed meanwhile. "." and ".." are not reported; the VFS

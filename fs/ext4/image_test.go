@@ -444,6 +444,7 @@ var imageCases = []struct {
 	{"no-csum-32bit", "64M", []string{"-t", "ext4", "-O", "^metadata_csum,^64bit", "-N", "8192"}, treeOpts{bigDir: 5000, xattrs: true, huge: true}},
 	{"inode128", "64M", []string{"-t", "ext4", "-I", "128", "-N", "8192"}, treeOpts{bigDir: 5000, xattrs: true}},
 	{"meta_bg", "64M", []string{"-t", "ext4", "-O", "meta_bg,^resize_inode", "-b", "1024"}, treeOpts{xattrs: true}},
+	{"meta_bg-sparse_super2", "300M", []string{"-t", "ext4", "-O", "meta_bg,^resize_inode,sparse_super2", "-b", "1024", "-g", "1024"}, treeOpts{}},
 	{"bigalloc", "64M", []string{"-t", "ext4", "-O", "bigalloc", "-C", "16384"}, treeOpts{xattrs: true}},
 }
 

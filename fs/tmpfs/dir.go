@@ -405,8 +405,10 @@ func (d *Dir) renameLocked(oldName string, nd *Dir, newName string) (node, error
 // ReadDir implements vfs.DirReader. Entries come in the order they were
 // added; each carries its cookie, which never changes while the entry
 // lives, so a listing resumed from any cookie lists every entry present
-// throughout exactly once. Cookies below firstCookie start at the
-// beginning. fn is called without the directory's lock held.
+// throughout exactly once. Cookies start at 3, leaving 1 and 2 to the VFS
+// for "." and ".."; an off below 3 starts at the beginning. fn is called
+// without the directory's lock held. The listing updates atime (relatime),
+// as Linux's iterate_dir does.
 func (d *Dir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 	var batch [32]vfs.Dirent
 	for {

@@ -129,7 +129,8 @@ type OpenFile struct {
 
 // Read implements vfs.Reader. It reads from the page map under the shared
 // data lock; holes read as zeros. A read that reaches end of file is short,
-// and one at or past it returns 0, nil.
+// and one at or past it returns 0, nil. A negative off gives EINVAL. Every
+// read, even at end of file, updates atime by the relatime rule.
 func (h *OpenFile) Read(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, errEINVAL
@@ -160,7 +161,7 @@ func (h *OpenFile) Read(p []byte, off int64) (int, error) {
 }
 
 // ReadIter implements vfs.IterReader: it copies from each page straight
-// into the caller's segments.
+// into the caller's segments. Its rules are Read's.
 func (h *OpenFile) ReadIter(dst iov.Iter, off int64) (int, error) {
 	if off < 0 {
 		return 0, errEINVAL

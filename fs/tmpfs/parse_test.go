@@ -27,6 +27,9 @@ func TestParse(t *testing.T) {
 		{"mode=17777", Options{Mode: 0o7777, ModeSet: true}, 0}, // Linux masks with 07777
 		{"uid=1000,gid=100", Options{Uid: 1000, Gid: 100}, 0},
 		{",size=1m,,", Options{SizeLimit: 1 << 20}, 0},
+		{"inode64,noswap,huge=within_size,size=1k", Options{SizeLimit: 1024}, 0},
+		{"huge=sometimes", Options{}, unix.EINVAL},
+		{"nosuid", Options{}, unix.EINVAL}, // a mount flag, not tmpfs data
 		{"size=50%", Options{}, unix.EINVAL},
 		{"size=", Options{}, unix.EINVAL},
 		{"size", Options{}, unix.EINVAL},

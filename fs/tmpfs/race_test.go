@@ -91,9 +91,9 @@ func TestConcurrentDirs(t *testing.T) {
 	a := mustMkdir(t, r, "a")
 	b := mustMkdir(t, r, "b")
 	dirs := []*Dir{r, a, b}
-	iters := 2000
+	iters := 10000
 	if testing.Short() {
-		iters = 200
+		iters = 2000
 	}
 	watchdog := time.AfterFunc(2*time.Minute, func() { panic("deadlock: TestConcurrentDirs did not finish") })
 	defer watchdog.Stop()

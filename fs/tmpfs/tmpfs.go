@@ -95,7 +95,8 @@ type Options struct {
 //	mode=OCTAL   root permission bits (masked with 07777, as Linux does)
 //	uid=N, gid=N root owner
 //
-// Empty items are skipped. An unknown option, a missing or malformed value,
+// inode32, inode64, noswap and huge=never|always|within_size|advise|deny|
+// force are accepted and change nothing. Empty items are skipped. An unknown option, a missing or malformed value,
 // or a size given as a percentage of RAM ("size=50%", which Linux accepts)
 // gives EINVAL.
 func Parse(data string) (Options, error) {
@@ -106,9 +107,19 @@ func Parse(data string) (Options, error) {
 		}
 		key, val, ok := strings.Cut(item, "=")
 		if !ok {
+			switch key {
+			case "inode64", "inode32", "noswap":
+				continue // no effect here: inode numbers, swap
+			}
 			return Options{}, errEINVAL
 		}
 		switch key {
+		case "huge":
+			switch val {
+			case "never", "always", "within_size", "advise", "deny", "force":
+				continue // 4 KiB pages always; st_blocks is the same
+			}
+			return Options{}, errEINVAL
 		case "size", "nr_blocks", "nr_inodes":
 			n, err := memparse(val)
 			if err != nil {

@@ -264,3 +264,118 @@ func TestTimestampsLinux(t *testing.T) {
 		hBefore, oBefore = hAfter, oAfter
 	}
 }
+
+// TestSizeLimitLinux compares writes against a host tmpfs mounted with
+// size=12k: short counts, ENOSPC, space held by an unlinked open file until
+// its close, and a long symlink's page.
+func TestSizeLimitLinux(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("IOVFS_REQUIRE_PRIVILEGED") == "1" {
+			t.Fatal("mounting a host tmpfs needs root")
+		}
+		t.Skip("mounting a host tmpfs needs root")
+	}
+	host := t.TempDir()
+	if err := unix.Mount("tmpfs", host, "tmpfs", 0, "size=12k"); err != nil {
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(host, unix.MNT_DETACH) })
+	opts, err := Parse("size=12k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := New(opts)
+	hfd := map[string]int{}
+	ofd := map[string]*OpenFile{}
+	open := func(name string) {
+		fd, err := unix.Open(path.Join(host, name), unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hfd[name] = fd
+		ofd[name] = mustOpen(t, mustCreate(t, fs.root, name), rw)
+	}
+	defer func() {
+		for _, fd := range hfd {
+			unix.Close(fd)
+		}
+	}()
+	type result struct {
+		n   int
+		err error
+	}
+	steps := []struct {
+		name string
+		host func() result
+		ours func() result
+	}{
+		{"open f", func() result { open("f"); return result{} }, func() result { return result{} }},
+		{"write 5 pages at 10",
+			func() result { n, err := unix.Pwrite(hfd["f"], pattern(5*pageSize, 1), 10); return result{n, err} },
+			func() result { n, err := ofd["f"].Write(pattern(5*pageSize, 1), 10); return result{n, err} }},
+		{"write into a new page",
+			func() result { n, err := unix.Pwrite(hfd["f"], pattern(10, 1), 4*pageSize); return result{n, err} },
+			func() result { n, err := ofd["f"].Write(pattern(10, 1), 4*pageSize); return result{n, err} }},
+		{"overwrite held pages",
+			func() result {
+				n, err := unix.Pwrite(hfd["f"], pattern(pageSize, 2), pageSize+7)
+				return result{n, err}
+			},
+			func() result { n, err := ofd["f"].Write(pattern(pageSize, 2), pageSize+7); return result{n, err} }},
+		{"open g", func() result { open("g"); return result{} }, func() result { return result{} }},
+		{"write to a second file",
+			func() result { n, err := unix.Pwrite(hfd["g"], []byte("x"), 0); return result{n, err} },
+			func() result { n, err := ofd["g"].Write([]byte("x"), 0); return result{n, err} }},
+		{"unlink the open f",
+			func() result { return result{0, unix.Unlink(path.Join(host, "f"))} },
+			func() result { return result{0, fs.root.Unlink("f")} }},
+		{"write to g while f is open",
+			func() result { n, err := unix.Pwrite(hfd["g"], []byte("x"), 0); return result{n, err} },
+			func() result { n, err := ofd["g"].Write([]byte("x"), 0); return result{n, err} }},
+		{"close f",
+			func() result { err := unix.Close(hfd["f"]); delete(hfd, "f"); return result{0, err} },
+			func() result { return result{0, ofd["f"].Release()} }},
+		{"write 5 pages to g",
+			func() result { n, err := unix.Pwrite(hfd["g"], pattern(5*pageSize, 3), 0); return result{n, err} },
+			func() result { n, err := ofd["g"].Write(pattern(5*pageSize, 3), 0); return result{n, err} }},
+		{"long symlink when full",
+			func() result { return result{0, unix.Symlink(strings.Repeat("a", 200), path.Join(host, "l"))} },
+			func() result { _, err := fs.root.Symlink("l", strings.Repeat("a", 200), root0); return result{0, err} }},
+		{"short symlink when full",
+			func() result { return result{0, unix.Symlink("a", path.Join(host, "s"))} },
+			func() result { _, err := fs.root.Symlink("s", "a", root0); return result{0, err} }},
+		{"truncate g to one page",
+			func() result { return result{0, unix.Ftruncate(hfd["g"], pageSize)} },
+			func() result {
+				return result{0, lookup(t, fs.root, "g").(*File).Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: pageSize})}
+			}},
+		{"long symlink after truncate",
+			func() result { return result{0, unix.Symlink(strings.Repeat("a", 200), path.Join(host, "l"))} },
+			func() result { _, err := fs.root.Symlink("l", strings.Repeat("a", 200), root0); return result{0, err} }},
+		{"append 3 pages to g",
+			func() result {
+				fd, err := unix.Open(path.Join(host, "g"), unix.O_WRONLY|unix.O_APPEND|unix.O_CLOEXEC, 0)
+				if err != nil {
+					return result{0, err}
+				}
+				defer unix.Close(fd)
+				n, err := unix.Write(fd, pattern(3*pageSize, 4))
+				return result{n, err}
+			},
+			func() result { _, n, err := ofd["g"].Append(iov.Buf(pattern(3*pageSize, 4))); return result{n, err} }},
+	}
+	for _, s := range steps {
+		h, o := s.host(), s.ours()
+		if h.err != nil {
+			h.n = 0 // the syscall wrappers return -1
+		}
+		if h.n != o.n || errno(h.err) != errno(o.err) {
+			t.Errorf("%s: host %d, %v; ours %d, %v", s.name, h.n, h.err, o.n, o.err)
+		}
+	}
+	var st unix.Stat_t
+	unix.Fstat(hfd["g"], &st)
+	if ost := mustStat(t, lookup(t, fs.root, "g")); ost.Size != st.Size || ost.Blocks != st.Blocks {
+		t.Errorf("g: host size %d blocks %d, ours %d %d", st.Size, st.Blocks, ost.Size, ost.Blocks)
+	}
+}
