@@ -104,7 +104,7 @@ func TestVFSKernel(t *testing.T) {
 			for _, m := range modes {
 				t.Run(m.name, func(t *testing.T) {
 					p := mountImage(t, img, m.src, m.opts)
-					if n := compareTree(t, p, "/mnt", host, true); n < 300 {
+					if n := compareTree(t, p, "/mnt", host, true); n < 120 {
 						t.Errorf("compared %d files", n)
 					}
 				})

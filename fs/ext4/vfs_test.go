@@ -50,7 +50,7 @@ func TestVFSTree(t *testing.T) {
 		for _, m := range modes {
 			t.Run(im.name+"/"+m.name, func(t *testing.T) {
 				p := mountImage(t, img, m.src, m.opts)
-				if n := compareTree(t, p, "/mnt", src, false); n < 300 {
+				if n := compareTree(t, p, "/mnt", src, false); n < 120 {
 					t.Errorf("compared %d files", n)
 				}
 			})

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ext4_test
+
+const raceEnabled = false
