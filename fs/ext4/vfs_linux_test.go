@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,11 +97,19 @@ func TestVFSKernel(t *testing.T) {
 			name string
 			fill func(testing.TB, string)
 			args []string
-		}{"nocsum-32bit-I128", populate, []string{"-t", "ext4", "-O", "^metadata_csum,^64bit", "-I", "128"}})
+		}{"nocsum-32bit-I128", populate, []string{"-t", "ext4", "-O", "^metadata_csum,^64bit", "-I", "128"}},
+		struct {
+			name string
+			fill func(testing.TB, string)
+			args []string
+		}{"htree-5000-sparse-5G", withBigDirAndHugeFile, []string{"-t", "ext4", "-N", "8192"}})
 	for _, im := range ims {
 		// One kernel mount at a time: there are only 8 loop devices.
 		t.Run(im.name, func(t *testing.T) {
 			img := mkImage(t, 8192, im.fill, im.args...)
+			if strings.HasPrefix(im.name, "htree") {
+				indexDirs(t, img)
+			}
 			host := kernelMount(t, img)
 			for _, m := range modes {
 				t.Run(m.name, func(t *testing.T) {
@@ -134,5 +144,20 @@ func TestVFSKernelErrno(t *testing.T) {
 			}
 			compareFile(t, p, "/mnt/other", []byte("o"))
 		})
+	}
+}
+
+// indexDirs has e2fsck -D rebuild img's large directories as htrees
+// (mke2fs -d writes them linear).
+func indexDirs(t *testing.T, img string) {
+	t.Helper()
+	out, err := exec.Command("e2fsck", "-fyD", img).CombinedOutput()
+	var ee *exec.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) { // 1: fixed (indexed)
+		t.Fatalf("e2fsck -fyD: %v\n%s", err, out)
+	}
+	out, _ = exec.Command("debugfs", "-R", "stat /huge-dir", img).CombinedOutput()
+	if !strings.Contains(string(out), "Flags: 0x81000") {
+		t.Fatalf("huge-dir is not indexed:\n%s", out)
 	}
 }
