@@ -63,17 +63,17 @@ func (d *dirNode) Lookup(name string) (vfs.Node, error) {
 	return d.fs.node(ino)
 }
 
-// ReadDir implements vfs.DirReader. The cookie of an entry is its
-// position in on-disk order, counting from 1; the volume is read-only, so
-// positions are stable and every entry is reported exactly once.
+// ReadDir implements vfs.DirReader. An entry's cookie is the directory
+// offset just past it, as ext4's linear readdir uses, so a listing resumes
+// without rescanning. Real entries' offsets are never below 3 (the first
+// follows "." and "..", or the inline area's parent inode number), and an
+// off below 3 starts at the beginning: 1 and 2 are the VFS's "." and "..".
 func (d *dirNode) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
-	var i int64
-	return d.fs.vol.ReadDir(d.in, func(name []byte, ino uint32, ftype uint8) bool {
-		i++
-		if i <= off {
-			return true
-		}
-		return fn(vfs.Dirent{Name: string(name), Ino: uint64(ino), Type: dtype(ftype), Off: i})
+	if off < 3 {
+		off = 0
+	}
+	return d.fs.vol.ReadDirFrom(d.in, off, func(name []byte, ino uint32, ftype uint8, next int64) bool {
+		return fn(vfs.Dirent{Name: string(name), Ino: uint64(ino), Type: dtype(ftype), Off: next})
 	})
 }
 

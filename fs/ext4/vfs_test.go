@@ -14,7 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iovfs/iovfs/fs/ext4"
 	"github.com/iovfs/iovfs/iofs"
+	"github.com/iovfs/iovfs/vfs"
 )
 
 // images are the feature sets every VFS test runs over.
@@ -280,4 +282,58 @@ func TestVFSErrno(t *testing.T) {
 		t.Errorf("open of a damaged inode: %v, want EBADMSG", err)
 	}
 	compareFile(t, p, "/mnt/other", []byte("o"))
+}
+
+// TestVFSDirCookies lists directories through vfs.DirReader in pieces of
+// 7 entries, resuming from the last cookie each time, and checks that
+// every entry comes exactly once, that cookies are at least 3 (1 and 2
+// are the VFS's "." and "..") and that offsets 0, 1 and 2 all start over.
+func TestVFSDirCookies(t *testing.T) {
+	for _, im := range images {
+		t.Run(im.name, func(t *testing.T) {
+			img := mkImage(t, 8192, im.fill, im.args...)
+			p, dev, done := newProc(t, img, viaLoop)
+			defer done()
+			fsys, err := ext4.Mount(vfs.MountRequest{Proc: p, Source: dev, Flags: unix.MS_RDONLY})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fsys.(vfs.Shutdowner).Shutdown()
+			for _, name := range []string{"many", "a"} {
+				n, err := fsys.Root().(vfs.Lookuper).Lookup(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dr := n.(vfs.DirReader)
+				var all []string
+				dr.ReadDir(0, func(d vfs.Dirent) bool { all = append(all, d.Name); return true })
+				for _, start := range []int64{1, 2} {
+					var again []string
+					dr.ReadDir(start, func(d vfs.Dirent) bool { again = append(again, d.Name); return true })
+					if strings.Join(again, "/") != strings.Join(all, "/") {
+						t.Errorf("%s: ReadDir(%d) does not start over", name, start)
+					}
+				}
+				var got []string
+				for off := int64(0); ; {
+					k := 0
+					dr.ReadDir(off, func(d vfs.Dirent) bool {
+						if d.Off < 3 {
+							t.Errorf("%s: %q has cookie %d", name, d.Name, d.Off)
+						}
+						got = append(got, d.Name)
+						off = d.Off
+						k++
+						return k < 7
+					})
+					if k == 0 {
+						break
+					}
+				}
+				if strings.Join(got, "/") != strings.Join(all, "/") || len(all) == 0 {
+					t.Errorf("%s: in pieces %d entries, whole %d", name, len(got), len(all))
+				}
+			}
+		})
+	}
 }
