@@ -92,8 +92,9 @@ func (f *File) readSlow(dst iov.Iter, off int64, ss int) (int, error) {
 	d := f.dev
 	mask := int64(ss - 1)
 	done := 0
-	buf := getSector(ss)
-	defer putSector(buf)
+	bp := getSector(ss)
+	defer putSector(bp)
+	buf := *bp
 	if h := int(off & mask); h != 0 {
 		if _, err := d.ReadIter(iov.Buf(buf), off-int64(h)); err != nil {
 			return 0, err
@@ -189,8 +190,9 @@ func (f *File) writeSlow(src iov.Iter, off int64, ss int) (int, error) {
 // rmw reads the sector at sec, replaces its bytes from h on with bytes of
 // src (as many as fit), and writes it back.
 func (f *File) rmw(src *iov.Iter, sec int64, h, ss int) (int, error) {
-	buf := getSector(ss)
-	defer putSector(buf)
+	bp := getSector(ss)
+	defer putSector(bp)
+	buf := *bp
 	mu := &rmwLocks[uint64(sec/int64(ss))%uint64(len(rmwLocks))]
 	mu.Lock()
 	defer mu.Unlock()
@@ -294,17 +296,20 @@ func putInt(arg any, v int64) error {
 // Sector buffers for unaligned I/O, one pool per power-of-two size.
 var sectorPools [8]sync.Pool // 512 << 0 ... 512 << 7 = MaxSectorSize
 
-func getSector(ss int) []byte {
+// getSector returns a buffer of ss bytes. It hands out the pointer it
+// keeps in the pool, so putting it back allocates nothing.
+func getSector(ss int) *[]byte {
 	i := bits.TrailingZeros(uint(ss)) - bits.TrailingZeros(MinSectorSize)
 	if p, ok := sectorPools[i].Get().(*[]byte); ok {
-		return *p
+		return p
 	}
-	return make([]byte, ss)
+	b := make([]byte, ss)
+	return &b
 }
 
-func putSector(b []byte) {
-	i := bits.TrailingZeros(uint(len(b))) - bits.TrailingZeros(MinSectorSize)
-	sectorPools[i].Put(&b)
+func putSector(p *[]byte) {
+	i := bits.TrailingZeros(uint(len(*p))) - bits.TrailingZeros(MinSectorSize)
+	sectorPools[i].Put(p)
 }
 
 // Of returns the block device behind a driver handle, for a file system

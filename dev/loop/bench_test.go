@@ -65,6 +65,8 @@ func TestAllocs(t *testing.T) {
 			{"Pread", func() (int, error) { return p.Pread(fd, buf, off) }},
 			{"Preadv1", func() (int, error) { return p.Preadv(fd, one, off) }},
 			{"Preadv2", func() (int, error) { return p.Preadv(fd, two, off) }},
+			// Unaligned: the head and tail go through a pooled sector buffer.
+			{"Pread unaligned", func() (int, error) { return p.Pread(fd, buf, off+100) }},
 		} {
 			allocs := testing.AllocsPerRun(100, func() {
 				if n, err := c.f(); n != 4096 || err != nil {
