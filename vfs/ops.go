@@ -29,8 +29,8 @@ type Node interface {
 // state may be the node itself.
 //
 // With O_TRUNC on a regular file the VFS calls Setattr with size 0 after
-// Open, as Linux's handle_truncate does; a file system may also truncate
-// in Open. Every successful Open is matched by exactly one Release of the
+// Open, as Linux's handle_truncate does; Open itself does not truncate.
+// Every successful Open is matched by exactly one Release of the
 // handle (when it is a Releaser), even if no descriptor was installed.
 type Opener interface {
 	Open(flags int) (Handle, error)

@@ -45,17 +45,12 @@ func (f *File) Stat() (vfs.Stat, error) {
 	return st, nil
 }
 
-// Open implements vfs.Opener. O_TRUNC truncates the file to 0 here, with
-// any access mode, and sets mtime and ctime even if it was empty: Linux's
-// handle_truncate does so, with ATTR_MTIME|ATTR_CTIME, and asks only for
-// write permission, so O_RDONLY|O_TRUNC truncates too. O_APPEND needs
-// nothing here: the VFS sends such writes to OpenFile.Append.
+// Open implements vfs.Opener. O_TRUNC is the VFS's: it calls Setattr with
+// size 0 after Open, as Linux's handle_truncate does, which sets mtime and
+// ctime even if the file was empty. O_APPEND needs nothing here: the VFS
+// sends such writes to OpenFile.Append.
 func (f *File) Open(flags int) (vfs.Handle, error) {
 	f.mu.Lock()
-	if flags&unix.O_TRUNC != 0 {
-		f.truncateLocked(0)
-		f.changed(clockNow().wall, true)
-	}
 	f.opens.Add(1) // under mu, so that free sees it
 	f.mu.Unlock()
 	return &OpenFile{f: f}, nil

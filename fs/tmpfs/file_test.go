@@ -104,7 +104,7 @@ func TestHoles(t *testing.T) {
 		t.Fatalf("pages %d after shrink, want 1", pages)
 	}
 	// O_TRUNC truncates, whatever the access mode (Linux handle_truncate).
-	mustOpen(t, f, unix.O_RDONLY|unix.O_TRUNC)
+	openTrunc(t, f, unix.O_RDONLY|unix.O_TRUNC)
 	if st := mustStat(t, f); st.Size != 0 || st.Blocks != 0 {
 		t.Fatalf("O_TRUNC left size %d blocks %d", st.Size, st.Blocks)
 	}
@@ -316,4 +316,15 @@ func TestNoAllocs(t *testing.T) {
 			t.Errorf("%s: %v allocs per run", c.name, a)
 		}
 	}
+}
+
+// openTrunc opens f with O_TRUNC as the VFS does it: Open, then Setattr
+// with size 0 (Linux's handle_truncate).
+func openTrunc(t testing.TB, f *File, flags int) *OpenFile {
+	t.Helper()
+	h := mustOpen(t, f, flags)
+	if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetSize}); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
