@@ -17,27 +17,15 @@ import (
 	"testing"
 
 	"github.com/iovfs/iovfs"
+	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
 )
 
-// requirePrivileged skips a test that needs root, or fails it when
-// IOVFS_REQUIRE_PRIVILEGED=1.
-func requirePrivileged(t *testing.T, why string) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("IOVFS_REQUIRE_PRIVILEGED") == "1" {
-		t.Fatalf("needs root (%s), and IOVFS_REQUIRE_PRIVILEGED=1", why)
-	}
-	t.Skipf("needs root: %s", why)
-}
-
 // hostTmpfs mounts a private tmpfs for the test and returns its path.
 func hostTmpfs(t *testing.T) string {
-	requirePrivileged(t, "mounting a host tmpfs to compare against")
+	testenv.RequireRoot(t, "mounting a host tmpfs to compare against")
 	dir := t.TempDir()
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64m,mode=0755"); err != nil {
 		t.Fatalf("mount tmpfs on %s: %v", dir, err)

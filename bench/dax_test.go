@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/iovfs/iovfs/internal/testenv"
 )
 
 func TestDax(t *testing.T) {
@@ -26,7 +28,7 @@ func TestDax(t *testing.T) {
 		for _, name := range names {
 			v := res.Variant(name)
 			if v == nil {
-				if name == "host" && os.Geteuid() != 0 && os.Getenv("IOVFS_REQUIRE_PRIVILEGED") != "1" {
+				if name == "host" && os.Geteuid() != 0 && !testenv.Privileged() {
 					continue
 				}
 				t.Errorf("%s: variant %s missing (skipped: %v)", pattern, name, res.Skipped)

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -34,13 +35,9 @@ func requireLoop(t testing.TB) {
 	} else if _, err := os.Stat("/dev/loop-control"); err != nil {
 		reason = "no /dev/loop-control"
 	}
-	if reason == "" {
-		return
+	if reason != "" {
+		testenv.SkipPrivileged(t, reason)
 	}
-	if os.Getenv("IOVFS_REQUIRE_PRIVILEGED") == "1" {
-		t.Fatal(reason + " (IOVFS_REQUIRE_PRIVILEGED=1)")
-	}
-	t.Skip(reason)
 }
 
 // hostAttach configures a free host loop device over path and returns a

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/iovfs/iovfs/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,10 +30,7 @@ func needRoot(t *testing.T) {
 			return
 		}
 	}
-	if os.Getenv("IOVFS_REQUIRE_PRIVILEGED") == "1" {
-		t.Fatal("kernel ext4 loop mounts need root and mount(8)")
-	}
-	t.Skip("kernel ext4 loop mounts need root and mount(8)")
+	testenv.SkipPrivileged(t, "kernel ext4 loop mounts need root and mount(8)")
 }
 
 // kmount loop-mounts img at a new directory and unmounts it at cleanup (or

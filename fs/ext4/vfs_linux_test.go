@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iovfs/iovfs/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,13 +23,7 @@ import (
 // IOVFS_REQUIRE_PRIVILEGED=1.
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("IOVFS_REQUIRE_PRIVILEGED") == "1" {
-		t.Fatal("needs root for kernel loop mounts, and IOVFS_REQUIRE_PRIVILEGED=1")
-	}
-	t.Skip("needs root for kernel loop mounts")
+	testenv.RequireRoot(t, "kernel loop mounts")
 }
 
 // kernelMount mounts img read-only in the host kernel on an AUTOCLEAR

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/iov"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
@@ -25,10 +26,7 @@ func hostTmpfs(t *testing.T) string {
 		}
 	}
 	if os.Geteuid() != 0 {
-		if os.Getenv("IOVFS_REQUIRE_PRIVILEGED") == "1" {
-			t.Fatal("no writable relatime tmpfs at /dev/shm and not root to mount one")
-		}
-		t.Skip("no writable relatime tmpfs at /dev/shm and not root to mount one")
+		testenv.SkipPrivileged(t, "no writable relatime tmpfs at /dev/shm and not root to mount one")
 	}
 	dir := t.TempDir()
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=16m"); err != nil {
@@ -269,12 +267,7 @@ func TestTimestampsLinux(t *testing.T) {
 // size=12k: short counts, ENOSPC, space held by an unlinked open file until
 // its close, and a long symlink's page.
 func TestSizeLimitLinux(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("IOVFS_REQUIRE_PRIVILEGED") == "1" {
-			t.Fatal("mounting a host tmpfs needs root")
-		}
-		t.Skip("mounting a host tmpfs needs root")
-	}
+	testenv.RequireRoot(t, "mounting a host tmpfs")
 	host := t.TempDir()
 	if err := unix.Mount("tmpfs", host, "tmpfs", 0, "size=12k"); err != nil {
 		t.Fatalf("mount tmpfs: %v", err)
