@@ -224,7 +224,7 @@ func res(n int64, err error) string {
 }
 
 // The names the sequences use: few, so that collisions happen.
-var names = []string{"a", "b", "c", "a/b", "b/a", "a/b/c", "c/", "a/", "a/..", "."}
+var names = []string{"a", "b", "c", "a", "b", "c", "a/b", "b/a", "a/b/c", "c/", "a/", "a/..", "."}
 
 var openFlags = []int{
 	unix.O_RDONLY, unix.O_WRONLY, unix.O_RDWR,
@@ -232,6 +232,7 @@ var openFlags = []int{
 	unix.O_RDWR | unix.O_CREAT | unix.O_EXCL, unix.O_WRONLY | unix.O_APPEND | unix.O_CREAT,
 	unix.O_RDONLY | unix.O_DIRECTORY, unix.O_RDONLY | unix.O_NOFOLLOW, unix.O_RDWR | unix.O_TRUNC,
 	unix.O_RDONLY | unix.O_CREAT, unix.O_RDWR | unix.O_APPEND,
+	unix.O_RDWR | unix.O_CREAT, unix.O_RDWR | unix.O_CREAT, unix.O_WRONLY | unix.O_CREAT,
 }
 
 var whences = []int{unix.SEEK_SET, unix.SEEK_CUR, unix.SEEK_END, unix.SEEK_DATA, unix.SEEK_HOLE}
@@ -454,6 +455,17 @@ func TestDifferentialTmpfs(t *testing.T) {
 			ops += m.ops
 			fails += m.fails
 		}()
+		// Start from a directory and a file, so that early calls find
+		// something to act on.
+		m.check(t, "mkdir a", res(0, m.host.mkdir("a", 0o755)), res(0, m.ours.mkdir("a", 0o755)))
+		for _, s := range []side{m.host, m.ours} {
+			fd, err := s.open("b", unix.O_CREAT|unix.O_WRONLY, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.write(fd, []byte("some bytes"))
+			s.close(fd)
+		}
 		n := rapid.IntRange(20, 60).Draw(t, "steps")
 		for i := 0; i < n; i++ {
 			m.step(t)
