@@ -137,15 +137,24 @@ func (d *Dir) remove(e *dentry, now int64) {
 	d.changed(now, true)
 }
 
+// reserveNew checks that name can be added to d and takes an inode from
+// the file system's limit for it; d.mu must be held.
+func (d *Dir) reserveNew(name string) error {
+	if err := d.canAdd(name); err != nil {
+		return err
+	}
+	if !d.fs.reserveInode() {
+		return errENOSPC
+	}
+	return nil
+}
+
 // Create implements vfs.Creator.
 func (d *Dir) Create(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.canAdd(name); err != nil {
+	if err := d.reserveNew(name); err != nil {
 		return nil, err
-	}
-	if !d.fs.reserveInode() {
-		return nil, errENOSPC
 	}
 	now := clockNow()
 	f := d.fs.newFile(d, mode&0o7777, c, now)
@@ -159,11 +168,8 @@ func (d *Dir) Create(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
 func (d *Dir) Mkdir(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.canAdd(name); err != nil {
+	if err := d.reserveNew(name); err != nil {
 		return nil, err
-	}
-	if !d.fs.reserveInode() {
-		return nil, errENOSPC
 	}
 	now := clockNow()
 	sub := d.fs.newDir(d, mode&0o1777, c, now)
@@ -184,11 +190,8 @@ func (d *Dir) Symlink(name, target string, c vfs.Cred) (vfs.Node, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.canAdd(name); err != nil {
+	if err := d.reserveNew(name); err != nil {
 		return nil, err
-	}
-	if !d.fs.reserveInode() {
-		return nil, errENOSPC
 	}
 	paged := len(target) >= shortSymlinkLen
 	if paged && !d.fs.reservePage() {
