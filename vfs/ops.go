@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iovfs/iovfs/iov"
+	"golang.org/x/sys/unix"
 )
 
 // A Node is one object in a file system: a file, directory, symlink or
@@ -271,4 +272,71 @@ type Setattrer interface {
 type Xattrer interface {
 	Getxattr(name string) ([]byte, error)
 	Listxattr() ([]string, error)
+}
+
+// ---------------------------------------------------------------------
+// Interfaces added for the full system-call surface. Each is optional;
+// the VFS answers as Linux does for a file system without the operation
+// when a node, handle or file system lacks it.
+
+// DataSyncer is a handle that can flush data without the metadata that is
+// not needed to read it back (fdatasync). Without it, Fdatasync calls
+// Syncer.Sync; without either, both return 0, as Linux's noop_fsync.
+type DataSyncer interface {
+	Datasync() error
+}
+
+// Fallocater is a handle that implements fallocate(2). mode is the
+// FALLOC_FL_* mask, already checked by the VFS for the combinations Linux
+// refuses everywhere (EINVAL, EOPNOTSUPP) and for the access mode (EBADF),
+// the mount (EROFS) and the offsets (EINVAL, EFBIG); the driver answers
+// what depends on its own state: EOPNOTSUPP for a mode it lacks, ENOSPC,
+// ENODEV for a file type it cannot allocate.
+type Fallocater interface {
+	Fallocate(mode uint32, off, length int64) error
+}
+
+// XattrSetter is a node whose extended attributes can be changed.
+// Setxattr honours unix.XATTR_CREATE (EEXIST if present) and
+// unix.XATTR_REPLACE (ENODATA if absent); Removexattr gives ENODATA for a
+// missing name. The VFS has checked the name's length (ERANGE), the value's
+// size (E2BIG), the mount (EROFS) and the caller's permission; the file
+// system applies its own namespace rules and limits (EOPNOTSUPP, EPERM,
+// ENOSPC).
+type XattrSetter interface {
+	Setxattr(name string, data []byte, flags int) error
+	Removexattr(name string) error
+}
+
+// Statfser is a FileSystem that reports statfs(2) figures: type magic,
+// block size and counts, inode counts, name length. The VFS fills in
+// f_flags from the mount (ST_RDONLY...) and f_fsid when they are zero.
+type Statfser interface {
+	Statfs() (unix.Statfs_t, error)
+}
+
+// FlagSetter is a handle that must see its file-status flags: the VFS
+// calls SetFlags after Open with the open flags, and on every
+// fcntl(F_SETFL) with the new flags (O_APPEND, O_NONBLOCK, O_NOATIME,
+// O_DIRECT, O_ASYNC as Linux lets them change) before it stores them. An
+// error, such as EINVAL for O_DIRECT on a driver that cannot do it, leaves
+// the flags unchanged and is returned to the caller.
+type FlagSetter interface {
+	SetFlags(flags int) error
+}
+
+// Fcntler is a handle with fcntl(2) commands of its own, such as
+// F_GETPIPE_SZ and F_SETPIPE_SZ for pipes. The VFS handles the generic
+// commands itself and passes the others here; an unknown command gives
+// EINVAL.
+type Fcntler interface {
+	Fcntl(p *Proc, cmd, arg int) (int, error)
+}
+
+// Mknoder is a directory that can make special files (mknod(2)): FIFOs,
+// sockets, character and block devices, and regular files. mode holds the
+// file type and the masked permission bits; rdev is the device number
+// for S_IFCHR and S_IFBLK.
+type Mknoder interface {
+	Mknod(name string, mode uint32, rdev uint64, c Cred) (Node, error)
 }
