@@ -139,7 +139,12 @@ func (p *Proc) openLoc(loc location, flags int) (*file, error) {
 		return nil, unix.EROFS
 	}
 	var h Handle = loc.node
-	if o, ok := loc.node.(Opener); ok {
+	o, isOpener := loc.node.(Opener)
+	if !isOpener && st.Mode&unix.S_IFMT != unix.S_IFREG && !st.IsDir() && st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		// A FIFO, socket or device node of a file system (mknod).
+		return p.openSpecial(loc, st, flags)
+	}
+	if isOpener {
 		if h, err = o.Open(flags); err != nil {
 			return nil, err
 		}
