@@ -80,6 +80,14 @@ type Namespace struct {
 	mounts atomic.Pointer[map[mountKey]*mount]
 
 	nextDev atomic.Uint32
+
+	// seq counts renames and mount changes, twice each: odd while one
+	// runs. Scoped walks (openat2 RESOLVE_BENEATH, RESOLVE_IN_ROOT) check
+	// it at every "..", as Linux checks rename_lock and mount_lock.
+	seq atomic.Uint64
+
+	// devices are the drivers device nodes open (device.go).
+	devices deviceTable
 }
 
 type mountKey struct {
@@ -138,6 +146,8 @@ func (ns *Namespace) mountedOn(parent *mount, node Node) *mount {
 
 // update replaces the mount table with a copy changed by fn, under mu.
 func (ns *Namespace) update(fn func(map[mountKey]*mount)) {
+	ns.seq.Add(1)
+	defer ns.seq.Add(1)
 	old := *ns.mounts.Load()
 	next := make(map[mountKey]*mount, len(old)+1)
 	for k, v := range old {
@@ -185,9 +195,13 @@ func (ns *Namespace) MountFS(path string, fs FileSystem, readonly bool) error {
 // the directory target, as mount(2) does. MS_RDONLY makes writes give
 // EROFS; MS_BIND mounts the directory source again at target (fstype is
 // then ignored). A target that is not a directory gives ENOTDIR, an
-// unknown fstype ENODEV. Other MS_* flags are accepted and ignored.
+// unknown fstype ENODEV. Other MS_* flags are accepted and ignored. A
+// process without CAP_SYS_ADMIN gets EPERM once target is found.
 func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) error {
 	loc, err := p.walk(target, true)
+	if err == nil && !p.Privileged() {
+		err = errEPERM // path_mount: may_mount, after the target's lookup
+	}
 	if err == nil {
 		err = mustDir(loc.node)
 	}
@@ -223,12 +237,16 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 // flags has MNT_DETACH: then it leaves the namespace at once, with the
 // mounts below it, and its file system is shut down when its last open
 // file is closed. UMOUNT_NOFOLLOW does not follow a final symlink; MNT_FORCE
-// is accepted; other flags give EINVAL.
+// is accepted; other flags give EINVAL; a process without CAP_SYS_ADMIN
+// gets EPERM once target is found.
 func (p *Proc) Unmount(target string, flags int) error {
 	if flags&^(unix.MNT_DETACH|unix.MNT_FORCE|unix.UMOUNT_NOFOLLOW) != 0 {
 		return pathErr("umount", target, errEINVAL)
 	}
 	loc, err := p.walk(target, flags&unix.UMOUNT_NOFOLLOW == 0)
+	if err == nil && !p.Privileged() {
+		err = errEPERM // can_umount: may_mount, after the lookup
+	}
 	if err != nil {
 		return pathErr("umount", target, err)
 	}

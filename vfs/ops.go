@@ -215,6 +215,18 @@ type Renamer interface {
 	Rename(oldName string, newDir Node, newName string) error
 }
 
+// RenameFlagser is a directory that can rename with renameat2(2)'s flags.
+// RenameFlags is Rename with flags: unix.RENAME_EXCHANGE swaps the two
+// entries, both of which must exist (ENOENT otherwise), whatever their
+// types; unix.RENAME_NOREPLACE gives EEXIST if newName exists;
+// unix.RENAME_WHITEOUT leaves a whiteout (a character device 0:0) at
+// oldName, owned by c. The VFS has checked the flag combinations (EINVAL) and the
+// permissions. A directory without it gets EINVAL for any flag, as Linux
+// answers for a file system without the flag.
+type RenameFlagser interface {
+	RenameFlags(oldName string, newDir Node, newName string, flags uint, c Cred) error
+}
+
 // Dirent is one directory entry, as getdents64 reports it.
 type Dirent struct {
 	Name string
@@ -264,6 +276,16 @@ const (
 // Every change sets ctime.
 type Setattrer interface {
 	Setattr(a SetAttr) error
+}
+
+// PermAttrer is a node that reports the attributes permission checks
+// need, its mode (type and permission bits), owner and group, without the
+// cost of a full Stat. The path walk of an unprivileged process asks for
+// them on every directory it passes; a node without PermAttrs is asked
+// for its Stat instead. PermAttrs must be safe to call concurrently with
+// any other method and must not block.
+type PermAttrer interface {
+	PermAttrs() (mode, uid, gid uint32)
 }
 
 // Xattrer is a node with extended attributes. Names carry their namespace
