@@ -101,7 +101,6 @@ func TestLockChild(t *testing.T) {
 	}
 }
 
-
 // hostProc is one host child.
 type hostProc struct {
 	cmd *exec.Cmd

@@ -35,12 +35,12 @@ type file struct {
 	node Node
 	h    Handle
 	mode int // fm* bits
-	rd    Reader
-	ird   IterReader
-	wr    Writer
-	iwr   IterWriter
-	seek  Seeker
-	app   Appender
+	rd   Reader
+	ird  IterReader
+	wr   Writer
+	iwr  IterWriter
+	seek Seeker
+	app  Appender
 	// rwfRead and rwfWrite are the RWF_* flags the file accepts.
 	rwfRead, rwfWrite int
 	// mnt is the mount the node was opened on; it counts open files for

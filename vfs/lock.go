@@ -79,7 +79,7 @@ type flockLock struct {
 type nodeLocks struct {
 	record  []recordLock
 	flock   []flockLock
-	waiters int    // goroutines sleeping on cond
+	waiters int     // goroutines sleeping on cond
 	blocked []*Proc // Procs whose locks.waiting entry points into this node
 	cond    sync.Cond
 }
