@@ -209,8 +209,12 @@ func TestLockDifferential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 2,000 sequences take about 2 s; -short runs 200.
+	// 2,000 sequences take about 2 s (15 s under -race, which runs 300);
+	// -short runs 200.
 	checks := 2000
+	if raceEnabled {
+		checks = 300
+	}
 	if testing.Short() {
 		checks = 200
 	}

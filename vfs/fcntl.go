@@ -32,8 +32,9 @@ const setflMask = unix.O_APPEND | unix.O_NONBLOCK | unix.O_DIRECT | unix.O_NOATI
 //   - F_SETFL changes O_APPEND, O_NONBLOCK, O_DIRECT and O_NOATIME and
 //     ignores the other bits. O_DIRECT is refused with EINVAL where Linux
 //     refuses it (files other than regular files and block devices) unless
-//     the handle is a FlagSetter, which then decides, is told of every
-//     change before it is stored, and alone may keep O_ASYNC;
+//     the handle is a FlagSetter, which then decides and is told of every
+//     change before it is stored. O_ASYNC changes only on a FlagSetter
+//     (Linux: only through ->fasync); elsewhere it stays as open set it;
 //   - F_GETPIPE_SZ and F_SETPIPE_SZ on a file that is not a pipe give
 //     EBADF; the lock commands need a struct and go through FcntlFlock
 //     (here they give EFAULT); any other command goes to the handle's
@@ -85,9 +86,11 @@ func (p *Proc) Fcntl(fd, cmd, arg int) (int, error) {
 // store a whole word, the last one wins, as with Linux's f_lock.
 func (f *file) setfl(arg int) error {
 	old := int(f.flags.Load())
-	nf := arg&setflMask | old&^(setflMask|unix.O_ASYNC)
+	nf := arg&setflMask | old&^setflMask
 	if fs, ok := f.h.(FlagSetter); ok {
-		nf |= arg & unix.O_ASYNC // the driver's SetFlags plays ->fasync
+		// The driver's SetFlags plays ->fasync, which alone changes
+		// O_ASYNC; without it the bit stays as open left it.
+		nf = nf&^unix.O_ASYNC | arg&unix.O_ASYNC
 		if err := fs.SetFlags(nf); err != nil {
 			return err
 		}
