@@ -30,7 +30,7 @@ type syncFile struct{ syncs, datasyncs atomic.Int32 }
 func (*syncFile) Stat() (vfs.Stat, error) {
 	return vfs.Stat{Mode: unix.S_IFREG | 0o644, Nlink: 1, Size: 1 << 20}, nil
 }
-func (*syncFile) Read(p []byte, off int64) (int, error) { clear(p); return len(p), nil }
+func (*syncFile) Read(p []byte, off int64) (int, error)  { clear(p); return len(p), nil }
 func (*syncFile) Write(p []byte, off int64) (int, error) { return len(p), nil }
 func (f *syncFile) Sync() error                          { f.syncs.Add(1); return nil }
 func (f *syncFile) Datasync() error                      { f.datasyncs.Add(1); return nil }
