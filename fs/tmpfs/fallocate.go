@@ -80,7 +80,7 @@ func (h *OpenFile) Fallocate(mode uint32, off, length int64) error {
 // rest of the range, with mu held (shmem_truncate_range).
 func (f *File) punchLocked(off, end int64) {
 	lo, hi := (off+pageMask)>>pageShift, end>>pageShift // whole pages
-	if lo > hi {                                         // inside one page
+	if lo > hi {                                        // inside one page
 		if pg := f.pages.get(off >> pageShift); pg != nil {
 			clear(pg[off&pageMask : end-(off>>pageShift)<<pageShift])
 		}
