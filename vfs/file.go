@@ -20,7 +20,6 @@ const (
 	fmWrite              // opened for writing (FMODE_WRITE)
 	fmNoPos              // reads and writes do not use the position
 	fmStream             // cannot seek: pread/pwrite/lseek give ESPIPE
-	fmAppend             // O_APPEND
 	fmNoWait             // honours RWF_NOWAIT
 )
 
@@ -33,16 +32,15 @@ const rwfKnown = unix.RWF_HIPRI | unix.RWF_DSYNC | unix.RWF_SYNC | unix.RWF_NOWA
 // creates.
 type file struct {
 	// Set at open, read-only afterwards.
-	node  Node
-	h     Handle
-	flags int // open(2) flags as given, less O_CREAT/O_EXCL/O_TRUNC
-	mode  int // fm* bits
-	rd    Reader
-	ird   IterReader
-	wr    Writer
-	iwr   IterWriter
-	seek  Seeker
-	app   Appender
+	node Node
+	h    Handle
+	mode int // fm* bits
+	rd   Reader
+	ird  IterReader
+	wr   Writer
+	iwr  IterWriter
+	seek Seeker
+	app  Appender
 	// rwfRead and rwfWrite are the RWF_* flags the file accepts.
 	rwfRead, rwfWrite int
 	// mnt is the mount the node was opened on; it counts open files for
@@ -50,6 +48,12 @@ type file struct {
 	mnt *mount
 	// loc is where the file was opened, for getdents' "..".
 	loc location
+
+	// flags are the file status flags, Linux's f_flags: the open(2)
+	// flags less O_CREAT, O_EXCL, O_NOCTTY, O_TRUNC and O_CLOEXEC, plus
+	// O_LARGEFILE. F_SETFL changes the bits of setflMask, so the word is
+	// loaded atomically wherever it is read (O_APPEND on every write).
+	flags atomic.Int32
 
 	// refs counts the descriptors that refer to the file.
 	refs atomic.Int32
@@ -62,7 +66,8 @@ type file struct {
 // newFile builds the open-file description for handle h of node n, and
 // chooses its call paths.
 func newFile(n Node, h Handle, flags int) *file {
-	f := &file{node: n, h: h, flags: flags &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_NOCTTY)}
+	f := &file{node: n, h: h}
+	f.flags.Store(int32(flags&^(unix.O_CREAT|unix.O_EXCL|unix.O_TRUNC|unix.O_NOCTTY|unix.O_CLOEXEC) | oLargefile))
 	switch flags & unix.O_ACCMODE {
 	case unix.O_RDONLY:
 		f.mode |= fmRead
@@ -70,9 +75,6 @@ func newFile(n Node, h Handle, flags int) *file {
 		f.mode |= fmWrite
 	case unix.O_RDWR:
 		f.mode |= fmRead | fmWrite
-	}
-	if flags&unix.O_APPEND != 0 {
-		f.mode |= fmAppend
 	}
 	f.rd, _ = h.(Reader)
 	f.ird, _ = h.(IterReader)
@@ -110,6 +112,9 @@ func rwfFor(mode int, vectored bool) int {
 	return ok
 }
 
+// appending reports whether the file was opened or set O_APPEND.
+func (f *file) appending() bool { return f.flags.Load()&unix.O_APPEND != 0 }
+
 func (f *file) stat() (Stat, error) {
 	st, err := f.node.Stat()
 	if err == nil && st.Dev == 0 && f.mnt != nil {
@@ -138,6 +143,7 @@ func (f *file) release() error {
 	if f.refs.Add(-1) != 0 {
 		return nil
 	}
+	f.releaseLocks()
 	if f.mnt != nil {
 		f.mnt.openFiles.Add(-1)
 		defer f.mnt.maybeShutdown()

@@ -220,6 +220,15 @@ func (h *hostFile) Sync() error {
 	return unix.Fsync(h.fd)
 }
 
+// Datasync implements DataSyncer: fdatasync on the host.
+func (h *hostFile) Datasync() error {
+	if !h.acquire() {
+		return errEBADF
+	}
+	defer h.mu.RUnlock()
+	return unix.Fdatasync(h.fd)
+}
+
 // Setattr changes the host file: ftruncate, fchmod, fchown, futimens.
 func (h *hostFile) Setattr(a SetAttr) error {
 	if !h.acquire() {

@@ -303,7 +303,9 @@ type Xattrer interface {
 
 // DataSyncer is a handle that can flush data without the metadata that is
 // not needed to read it back (fdatasync). Without it, Fdatasync calls
-// Syncer.Sync; without either, both return 0, as Linux's noop_fsync.
+// Syncer.Sync; without either, both return 0 for regular files and
+// directories, as Linux's noop_fsync, and EINVAL for other files, as
+// Linux gives for a character device or pipe without ->fsync.
 type DataSyncer interface {
 	Datasync() error
 }

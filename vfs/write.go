@@ -25,7 +25,7 @@ func (p *Proc) Write(fd int, b []byte) (int, error) {
 	if f.mode&fmNoPos != 0 {
 		return f.writeBuf(b, 0)
 	}
-	if f.mode&fmAppend != 0 && f.app != nil {
+	if f.appending() && f.app != nil {
 		return f.appendPos(iov.Buf(b))
 	}
 	f.posMu.Lock()
@@ -46,7 +46,7 @@ func (p *Proc) Pwrite(fd int, b []byte, off int64) (int, error) {
 	if err := verifyArea(off, len(b)); err != nil {
 		return 0, err
 	}
-	if f.mode&fmAppend != 0 && f.app != nil {
+	if f.appending() && f.app != nil {
 		_, n, err := f.app.Append(iov.Buf(b))
 		return fixCount(n, err)
 	}
@@ -60,7 +60,7 @@ func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
 	if f == nil || f.mode&fmWrite == 0 {
 		return 0, errEBADF
 	}
-	if len(iovs) == 1 && len(iovs[0]) != 0 && f.mode&fmAppend == 0 {
+	if len(iovs) == 1 && len(iovs[0]) != 0 && !f.appending() {
 		if f.mode&fmNoPos != 0 {
 			return f.writeBuf(iovs[0], 0)
 		}
@@ -123,7 +123,7 @@ func (f *file) appends(flags int) bool {
 	if f.app == nil || flags&unix.RWF_NOAPPEND != 0 {
 		return false
 	}
-	return f.mode&fmAppend != 0 || flags&unix.RWF_APPEND != 0
+	return f.appending() || flags&unix.RWF_APPEND != 0
 }
 
 // writevPos is writev at the file position, with RWF flags.
