@@ -69,10 +69,15 @@ func (p *Proc) mknodIn(dir location, name string, trailing bool, mode uint32, de
 }
 
 // openSpecial opens a node made by mknod that has no driver of its own:
-// a socket gives ENXIO, as opening a Unix socket's inode does in Linux.
-// FIFOs and device nodes are handled by the pipe and device code when
-// they are present; until then they give ENXIO too, as an unregistered
-// device number does (chrdev_open, blkdev_open).
+// a FIFO opens as a pipe (fifo.go); a socket gives ENXIO, as opening a
+// Unix socket's inode does in Linux. Device nodes are handled by the
+// device code when it is present; until then they give ENXIO too, as an
+// unregistered device number does (chrdev_open, blkdev_open).
 func (p *Proc) openSpecial(loc location, st Stat, flags int) (*file, error) {
+	// FIFO (issue 10): a pipe shared by every open of the node; fifo.go.
+	if st.Mode&unix.S_IFMT == unix.S_IFIFO {
+		return p.openFIFO(loc, flags)
+	}
+	// end FIFO
 	return nil, unix.ENXIO
 }
