@@ -35,6 +35,7 @@ func pipe2(t testing.TB, p *vfs.Proc, flags int) (int, int) {
 // start, after giving finished ones a moment to exit.
 func checkGoroutines(t *testing.T) {
 	t.Helper()
+	newPipeProc(t) // tmpfs starts its clock goroutine once per process
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() {
 		var now int
