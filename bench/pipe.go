@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/iovfs/iovfs"
 	"github.com/iovfs/iovfs/vfs"
@@ -25,18 +24,31 @@ var pipeKinds = []string{"iovfs", "os-pipe", "io-pipe", "chan"}
 
 var pipeExperiment = &Experiment{
 	Name:     "pipe",
-	Summary:  "pipes between goroutines: 64 KiB throughput and 1-byte ping-pong latency, iovfs vs os.Pipe, io.Pipe and a buffered chan []byte",
-	Baseline: "tput-iovfs",
-	Defaults: Params{Loops: 10, Ops: 2000, Size: pipeChunk},
-	Unit:     "operations (64 KiB transfers or ping-pong round trips)",
+	Summary:  "pipe throughput between two goroutines, 64 KiB writes and reads: iovfs vs os.Pipe, io.Pipe and a buffered chan []byte",
+	Baseline: "iovfs",
+	Defaults: Params{Loops: 10, Ops: 10000, Size: pipeChunk},
+	Unit:     "transfers",
 	Describe: func(p Params) string {
-		return fmt.Sprintf("tput-*: %d transfers of 64 KiB (write in one goroutine, read in another); pingpong-*: %d round trips of 1 byte", p.Ops, p.Ops)
+		return fmt.Sprintf("%d transfers of %d B, written by one goroutine and read by another", p.Ops, p.Size)
 	},
-	Variants: pipeVariants(),
-	Report:   pipeTable,
+	Variants: pipeVariants("throughput", pipeThroughput),
+	Report:   pipeRates,
 }
 
-func pipeVariants() []Variant {
+var pipePingPongExperiment = &Experiment{
+	Name:     "pipe-pingpong",
+	Summary:  "pipe latency: 1-byte ping-pong between two goroutines over two pipes, iovfs vs os.Pipe, io.Pipe and a buffered chan []byte",
+	Baseline: "iovfs",
+	Defaults: Params{Loops: 10, Ops: 20000, Size: 1},
+	Unit:     "round trips",
+	Describe: func(p Params) string {
+		return fmt.Sprintf("%d round trips of 1 B through an echo goroutine", p.Ops)
+	},
+	Variants: pipeVariants("1-byte round trips", pipePingPong),
+	Report:   pipeRates,
+}
+
+func pipeVariants(what string, setup func(kind string) func(Params, any) (Op, error)) []Variant {
 	docs := map[string]string{
 		"iovfs":   "an iovfs pipe (Proc.Pipe2), blocking reads and writes",
 		"os-pipe": "a host pipe through os.Pipe (the kernel, and Go's netpoller when a call would block)",
@@ -45,10 +57,7 @@ func pipeVariants() []Variant {
 	}
 	var vs []Variant
 	for _, k := range pipeKinds {
-		vs = append(vs, Variant{Name: "tput-" + k, Doc: "64 KiB transfers: " + docs[k], Setup: pipeThroughput(k)})
-	}
-	for _, k := range pipeKinds {
-		vs = append(vs, Variant{Name: "pingpong-" + k, Doc: "1-byte round trips over two of them: " + docs[k], Setup: pipePingPong(k)})
+		vs = append(vs, Variant{Name: k, Doc: what + ": " + docs[k], Setup: setup(k)})
 	}
 	return vs
 }
@@ -281,38 +290,22 @@ func pipePingPong(kind string) func(Params, any) (Op, error) {
 	}
 }
 
-// pipeTable writes the two comparisons the issue asks for: throughput in
-// MB/s and latency per round trip, each transport against iovfs as the
-// median of per-round ratios.
-func pipeTable(w io.Writer, res *Result) {
-	fmt.Fprintf(w, "\npipes (%d rounds; ratio = that transport's time per operation / iovfs's, median of per-round ratios):\n", res.Params.Loops)
-	rows := [][]string{{"transport", "64 KiB: ns/op", "MB/s", "allocs/op", "x iovfs time", "1 B ping-pong: ns/round trip", "allocs/op", "x iovfs time"}}
-	for _, k := range pipeKinds {
-		row := []string{k}
-		for _, mode := range []string{"tput-", "pingpong-"} {
-			v, base := res.Variant(mode+k), res.Variant(mode+"iovfs")
-			if v == nil {
-				row = append(row, "did not run", "", "")
-				if mode == "tput-" {
-					row = append(row, "")
-				}
-				continue
-			}
-			row = append(row, fmtNs(v.NsPerOp))
-			if mode == "tput-" {
-				row = append(row, fmt.Sprintf("%.0f", float64(res.Params.Size)/v.NsPerOp*1e3))
-			}
-			row = append(row, fmtCount(v.AllocsPerOp))
-			if base == nil {
-				row = append(row, "-")
-				continue
-			}
-			r, ci := PairedRatio(v.NsPerOpRounds(), base.NsPerOpRounds(), Level, Resamples, bootstrapSeed)
-			row = append(row, fmt.Sprintf("%s (%s .. %s)", fmtRatio(r), fmtRatio(ci.Low), fmtRatio(ci.High)))
+// pipeRates writes what a transport achieves per second, and each
+// transport's speed relative to iovfs (how many times iovfs's time its
+// own takes: above 1, iovfs is faster).
+func pipeRates(w io.Writer, res *Result) {
+	fmt.Fprintln(w)
+	for _, v := range res.Variants {
+		rate := 1e9 / v.NsPerOp
+		unit := "round trips/s"
+		if res.Experiment.Name == "pipe" {
+			rate = float64(res.Params.Size) / v.NsPerOp * 1e3
+			unit = "MB/s"
 		}
-		rows = append(rows, row)
+		line := fmt.Sprintf("%-8s %10.0f %s", v.Name, rate, unit)
+		if r, ok := res.Ratio(v.Name); ok {
+			line += fmt.Sprintf(", %sx iovfs's time (95%% CI %s .. %s)", fmtRatio(r.Median), fmtRatio(r.CI.Low), fmtRatio(r.CI.High))
+		}
+		fmt.Fprintln(w, line)
 	}
-	var b strings.Builder
-	writeTable(&b, rows, []bool{false, true, true, true, true, true, true, true})
-	io.WriteString(w, b.String())
 }

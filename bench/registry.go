@@ -6,6 +6,7 @@ var experiments = []*Experiment{
 	zeroExperiment,
 	daxExperiment,
 	pipeExperiment,
+	pipePingPongExperiment,
 }
 
 // Experiments returns every registered experiment, in run order.

@@ -77,9 +77,10 @@ type Pipe struct {
 	// rdWait and wrWait are waited on by blocked reads and writes,
 	// partner by FIFO opens waiting for the other end.
 	rdWait, wrWait, partner sync.Cond
-	// notify, if set, is called with mu held whenever readiness may have
-	// changed: bytes became readable, room became writable, an end went
-	// away, the size changed. It must not block or take mu.
+	// notify, if set, is called whenever readiness may have changed
+	// (bytes became readable, room became writable, an end went away, the
+	// size changed), after the change, with or without mu held. It must
+	// not block or take mu.
 	notify func()
 }
 
@@ -171,6 +172,9 @@ func (p *Pipe) Read(dst iov.Iter, nonblock bool) (int, error) {
 	if p.empty() {
 		wakeNextReader = false
 	}
+	p.mu.Unlock()
+	// Wake after unlocking, as Linux does, so the woken goroutine does not
+	// find the lock still held.
 	if wakeWriter {
 		p.wrWait.Signal()
 		p.wake()
@@ -178,7 +182,6 @@ func (p *Pipe) Read(dst iov.Iter, nonblock bool) (int, error) {
 	if wakeNextReader {
 		p.rdWait.Signal()
 	}
-	p.mu.Unlock()
 	return ret, err
 }
 
@@ -265,6 +268,7 @@ out:
 	if p.full() {
 		wakeNextWriter = false
 	}
+	p.mu.Unlock()
 	if wasEmpty && ret > 0 {
 		p.rdWait.Signal()
 		p.wake()
@@ -272,7 +276,6 @@ out:
 	if wakeNextWriter {
 		p.wrWait.Signal()
 	}
-	p.mu.Unlock()
 	return ret, err
 }
 
