@@ -42,7 +42,7 @@ var pipePingPongExperiment = &Experiment{
 	Defaults: Params{Loops: 10, Ops: 20000, Size: 1},
 	Unit:     "round trips",
 	Describe: func(p Params) string {
-		return fmt.Sprintf("%d round trips of 1 B through an echo goroutine", p.Ops)
+		return fmt.Sprintf("%d round trips of %d B through an echo goroutine", p.Ops, p.Size)
 	},
 	Variants: pipeVariants("1-byte round trips", pipePingPong),
 	Report:   pipeRates,
@@ -239,10 +239,11 @@ func pipeThroughput(kind string) func(Params, any) (Op, error) {
 	}
 }
 
-// pipePingPong: Run(n) makes n round trips of one byte through an echo
-// goroutine.
+// pipePingPong: Run(n) makes n round trips of a Size-byte message (1 by
+// default) through an echo goroutine, which sends back what each read
+// returns.
 func pipePingPong(kind string) func(Params, any) (Op, error) {
-	return func(_ Params, _ any) (Op, error) {
+	return func(prm Params, _ any) (Op, error) {
 		p, err := pipeProc()
 		if err != nil {
 			return Op{}, err
@@ -257,7 +258,7 @@ func pipePingPong(kind string) func(Params, any) (Op, error) {
 		}
 		echoed := make(chan error, 1)
 		go func() {
-			b := make([]byte, 1)
+			b := make([]byte, prm.Size)
 			for {
 				n, err := there.read(b)
 				if err != nil || n == 0 {
@@ -270,7 +271,7 @@ func pipePingPong(kind string) func(Params, any) (Op, error) {
 				}
 			}
 		}()
-		b := make([]byte, 1)
+		b := make([]byte, prm.Size)
 		run := func(n int) error {
 			for range n {
 				if err := there.write(b); err != nil {
