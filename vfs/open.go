@@ -135,7 +135,7 @@ func (p *Proc) openLoc(loc location, flags int) (*file, error) {
 	if flags&unix.O_DIRECTORY != 0 && !st.IsDir() {
 		return nil, errENOTDIR
 	}
-	if loc.mnt.readonly && (writes || flags&unix.O_TRUNC != 0 && st.IsRegular()) {
+	if loc.mnt.readonly && (writes || flags&unix.O_TRUNC != 0 && st.IsRegular()) && !isSpecial(st) {
 		return nil, unix.EROFS
 	}
 	var h Handle = loc.node

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -598,5 +599,43 @@ func TestPipeBlockingKernel(t *testing.T) {
 				t.Errorf("Linux %q\niovfs %q", h, o)
 			}
 		})
+	}
+}
+
+// TestFIFOReadOnlyMountKernel opens a FIFO on a read-only mount: Linux
+// refuses write access there only to regular files, directories and
+// symlinks (sb_permission), so a FIFO opens for writing.
+func TestFIFOReadOnlyMountKernel(t *testing.T) {
+	testenv.RequireRoot(t, "mounting a host tmpfs and remounting it read-only")
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	if err := unix.Mkfifo(path.Join(dir, "f"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
+	}
+	p := newPipeProc(t)
+	for _, err := range []error{p.Mkdir("/tmp/src", 0o755), p.Mkdir("/tmp/ro", 0o755),
+		p.Mknod("/tmp/src/f", unix.S_IFIFO|0o644, 0), p.Mount("/tmp/src", "/tmp/ro", "", unix.MS_BIND|unix.MS_RDONLY, "")} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, flags := range []int{unix.O_WRONLY | unix.O_NONBLOCK, unix.O_RDWR, unix.O_RDWR | unix.O_TRUNC, unix.O_RDONLY | unix.O_NONBLOCK} {
+		hfd, herr := unix.Open(path.Join(dir, "f"), flags, 0)
+		ofd, oerr := p.Open("/tmp/ro/f", flags, 0)
+		if errnoOfErr(herr) != errnoOfErr(oerr) {
+			t.Errorf("open(%#x) on a read-only mount: Linux %v, iovfs %v", flags, herr, oerr)
+		}
+		if herr == nil {
+			unix.Close(hfd)
+		}
+		if oerr == nil {
+			p.Close(ofd)
+		}
 	}
 }
