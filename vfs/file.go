@@ -21,6 +21,7 @@ const (
 	fmNoPos              // reads and writes do not use the position
 	fmStream             // cannot seek: pread/pwrite/lseek give ESPIPE
 	fmNoWait             // honours RWF_NOWAIT
+	fmHold               // calls may block: they hold a reference (a Poller)
 )
 
 // rwfKnown are the preadv2/pwritev2 flags iovfs accepts (Linux RWF_SUPPORTED
@@ -90,6 +91,9 @@ func newFile(n Node, h Handle, flags int) *file {
 	}
 	if _, ok := h.(NoWaiter); ok {
 		f.mode |= fmNoWait
+	}
+	if _, ok := h.(Poller); ok {
+		f.mode |= fmHold
 	}
 	f.rwfRead = rwfFor(f.mode, f.ird != nil)
 	f.rwfWrite = rwfFor(f.mode, f.iwr != nil)

@@ -364,3 +364,35 @@ type Fcntler interface {
 type Mknoder interface {
 	Mknod(name string, mode uint32, rdev uint64, c Cred) (Node, error)
 }
+
+// Poller is a handle whose readiness changes over time, such as a pipe
+// end, and whose reads and writes may therefore block (poll(2), Linux's
+// .poll). Handles without it are always ready: poll reports POLLIN,
+// POLLOUT, POLLRDNORM and POLLWRNORM for them, as Linux's DEFAULT_POLLMASK.
+//
+// Poll returns the events that are ready now, as a mask of unix.POLLIN,
+// POLLOUT, POLLERR, POLLHUP and unix.EPOLLRDNORM, EPOLLWRNORM (the same
+// bits as poll's POLLRDNORM and POLLWRNORM), whatever events asks for:
+// events is a hint of what the caller wants (Linux's poll_table key), and
+// the VFS masks the result with events|POLLERR|POLLHUP itself.
+//
+// If w is not nil the caller will sleep if nothing is ready, and Poll must
+// register w, by calling w.Watch(q), on every WaitQueue q whose wake-up
+// could change the result, before it computes the mask, so that a change
+// between the computation and the sleep is not lost. The driver calls
+// q.Wake after every change that can make an event ready (bytes arrive,
+// room appears, an end closes); Wake wakes every registered poller. The
+// VFS removes w from the queues when the poll call ends; the driver never
+// does, and never keeps w. Poll is called again, with w nil, after each
+// wake-up.
+//
+// Poll must not block, and should not allocate: Watch and Wake do not
+// once a queue has held as many waiters before.
+//
+// Because a Poller's calls may block, the VFS holds a reference to the
+// open file for the duration of every read and write on it, as Linux's
+// fdget does for a shared table: a Release that a concurrent close
+// triggers runs after the calls in progress return, not under them.
+type Poller interface {
+	Poll(events uint32, w *PollWaiter) uint32
+}

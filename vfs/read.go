@@ -25,6 +25,9 @@ func (p *Proc) Read(fd int, b []byte) (int, error) {
 	if f == nil || f.mode&fmRead == 0 {
 		return 0, errEBADF
 	}
+	if f.mode&fmHold != 0 {
+		return f.heldRead(b)
+	}
 	if f.mode&fmNoPos != 0 {
 		return f.readBuf(b, 0)
 	}
@@ -57,6 +60,9 @@ func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
 	f := p.files.get(fd)
 	if f == nil || f.mode&fmRead == 0 {
 		return 0, errEBADF
+	}
+	if f.mode&fmHold != 0 {
+		return f.heldReadv(iovs, 0)
 	}
 	if len(iovs) == 1 { // the common case, without building an iterator
 		if len(iovs[0]) == 0 {
@@ -95,6 +101,9 @@ func (p *Proc) Preadv2(fd int, iovs [][]byte, off int64, flags int) (int, error)
 		f := p.files.get(fd)
 		if f == nil || f.mode&fmRead == 0 {
 			return 0, errEBADF
+		}
+		if f.mode&fmHold != 0 {
+			return f.heldReadv(iovs, flags)
 		}
 		return f.readvPos(iovs, flags)
 	}

@@ -22,6 +22,9 @@ func (p *Proc) Write(fd int, b []byte) (int, error) {
 	if f == nil || f.mode&fmWrite == 0 {
 		return 0, errEBADF
 	}
+	if f.mode&fmHold != 0 {
+		return f.heldWrite(b)
+	}
 	if f.mode&fmNoPos != 0 {
 		return f.writeBuf(b, 0)
 	}
@@ -60,6 +63,9 @@ func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
 	if f == nil || f.mode&fmWrite == 0 {
 		return 0, errEBADF
 	}
+	if f.mode&fmHold != 0 {
+		return f.heldWritev(iovs, 0)
+	}
 	if len(iovs) == 1 && len(iovs[0]) != 0 && !f.appending() {
 		if f.mode&fmNoPos != 0 {
 			return f.writeBuf(iovs[0], 0)
@@ -91,6 +97,9 @@ func (p *Proc) Pwritev2(fd int, iovs [][]byte, off int64, flags int) (int, error
 		f := p.files.get(fd)
 		if f == nil || f.mode&fmWrite == 0 {
 			return 0, errEBADF
+		}
+		if f.mode&fmHold != 0 {
+			return f.heldWritev(iovs, flags)
 		}
 		return f.writevPos(iovs, flags)
 	}
