@@ -1,0 +1,326 @@
+package hostfs_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"testing"
+
+	"github.com/iovfs/iovfs"
+	"github.com/iovfs/iovfs/fs/hostfs"
+	"github.com/iovfs/iovfs/vfs"
+	"golang.org/x/sys/unix"
+)
+
+// mountHost returns a process with the host directory dir mounted at
+// /mnt/h with the mount data given.
+func mountHost(t testing.TB, dir string, flags uintptr, data string) *vfs.Proc {
+	t.Helper()
+	p, err := iovfs.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Mkdir("/mnt/h", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Mount(dir, "/mnt/h", "hostfs", flags, data); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func errno(err error) syscall.Errno {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	if err != nil {
+		return ^syscall.Errno(0)
+	}
+	return 0
+}
+
+func TestMountErrors(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f"), nil, 0o644)
+	p, err := iovfs.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Mkdir("/mnt/h", 0o755)
+	for _, c := range []struct {
+		src, data string
+		want      syscall.Errno
+	}{
+		{filepath.Join(dir, "f"), "", unix.ENOTDIR},
+		{filepath.Join(dir, "missing"), "", unix.ENOENT},
+		{dir, "bogus", unix.EINVAL},
+		{dir, "uid=x", unix.EINVAL},
+		{dir, "uid=5,gid=6,xdev", 0},
+	} {
+		if err := p.Mount(c.src, "/mnt/h", "hostfs", 0, c.data); errno(err) != c.want {
+			t.Errorf("mount %s -o %q: %v, want %v", c.src, c.data, err, c.want)
+		}
+	}
+}
+
+func TestPassThrough(t *testing.T) {
+	dir := t.TempDir()
+	p := mountHost(t, dir, 0, "")
+	fd, err := p.Open("/mnt/h/f", unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := p.Write(fd, []byte("hello, host")); n != 11 || err != nil {
+		t.Fatal(n, err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "f"))
+	if err != nil || string(got) != "hello, host" {
+		t.Fatalf("host sees %q, %v", got, err)
+	}
+	a, b := make([]byte, 5), make([]byte, 20)
+	if n, err := p.Preadv(fd, [][]byte{a, b}, 0); n != 11 || err != nil || string(a) != "hello" || string(b[:6]) != ", host" {
+		t.Fatalf("preadv %d %v %q %q", n, err, a, b)
+	}
+	var hst unix.Stat_t
+	unix.Stat(filepath.Join(dir, "f"), &hst)
+	st, err := p.Stat("/mnt/h/f")
+	if err != nil || st.Ino != hst.Ino || st.Mode != hst.Mode || st.Size != 11 {
+		t.Fatalf("stat %+v %v, host ino %d mode %o", st, err, hst.Ino, hst.Mode)
+	}
+	// A change on the host is seen at once.
+	os.WriteFile(filepath.Join(dir, "f"), []byte("changed"), 0o640)
+	if st, _ := p.Fstat(fd); st.Size != 7 {
+		t.Fatalf("size after host write %d", st.Size)
+	}
+	// Hard links: one node, the host's link count.
+	if err := p.Link("/mnt/h/f", "/mnt/h/g"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := p.Stat("/mnt/h/g"); st.Ino != hst.Ino || st.Nlink != 2 {
+		t.Fatalf("link: %+v", st)
+	}
+	if err := p.Rename("/mnt/h/g", "/mnt/h/h"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Symlink("f", "/mnt/h/l"); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := os.Readlink(filepath.Join(dir, "l")); s != "f" || err != nil {
+		t.Fatal(s, err)
+	}
+	if st, err := p.Stat("/mnt/h/l"); err != nil || st.Ino != hst.Ino {
+		t.Fatalf("stat through symlink: %+v %v", st, err)
+	}
+	if err := p.Mkdir("/mnt/h/d", 0o750); err != nil {
+		t.Fatal(err)
+	}
+	unix.Stat(filepath.Join(dir, "d"), &hst)
+	if hst.Mode&0o777 != 0o750 {
+		t.Fatalf("mkdir mode %o", hst.Mode)
+	}
+	if err := p.Chmod("/mnt/h/f", 0o604); err != nil {
+		t.Fatal(err)
+	}
+	unix.Stat(filepath.Join(dir, "f"), &hst)
+	if hst.Mode&0o7777 != 0o604 {
+		t.Fatalf("chmod: host mode %o", hst.Mode)
+	}
+	if err := p.Truncate("/mnt/h/f", 3); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := p.Stat("/mnt/h/h"); st.Size != 3 {
+		t.Fatalf("truncate: size %d", st.Size)
+	}
+	if err := p.Rmdir("/mnt/h/d"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Unlink("/mnt/h/h"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "h")); !os.IsNotExist(err) {
+		t.Fatal("unlink did not reach the host")
+	}
+	if _, err := p.Stat("/mnt/h/.."); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := p.Stat("/mnt/h/.."); st.Ino == hst.Ino {
+		t.Fatal("..")
+	}
+}
+
+func TestGetdentsResumes(t *testing.T) {
+	dir := t.TempDir()
+	var want []string
+	for i := 0; i < 300; i++ {
+		n := filepath.Join(dir, "file-with-a-long-name-"+string(rune('a'+i%26))+string(rune('a'+i/26)))
+		os.WriteFile(n, nil, 0o644)
+		want = append(want, filepath.Base(n))
+	}
+	p := mountHost(t, dir, 0, "")
+	fd, err := p.Open("/mnt/h", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		ents, err := p.Getdents(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ents) == 0 {
+			break
+		}
+		for _, e := range ents {
+			if e.Name != "." && e.Name != ".." {
+				got = append(got, e.Name)
+			}
+		}
+		// Resume from the middle of the batch, as a caller with a small
+		// buffer does.
+		if len(ents) > 2 {
+			if _, err := p.Seek(fd, ents[len(ents)/2].Off, unix.SEEK_SET); err != nil {
+				t.Fatal(err)
+			}
+			got = got[:len(got)-(len(ents)-1-len(ents)/2)]
+		}
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if len(got) != len(want) || !equal(got, want) {
+		t.Fatalf("listing: %d names, want %d", len(got), len(want))
+	}
+}
+
+func equal(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+func TestUidGid(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f"), nil, 0o644)
+	p := mountHost(t, dir, 0, "uid=1234,gid=5678")
+	st, err := p.Stat("/mnt/h/f")
+	if err != nil || st.Uid != 1234 || st.Gid != 5678 {
+		t.Fatalf("%+v %v", st, err)
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644)
+	p := mountHost(t, dir, unix.MS_RDONLY, "")
+	if _, err := p.Open("/mnt/h/f", unix.O_RDWR, 0); errno(err) != unix.EROFS {
+		t.Fatalf("open O_RDWR: %v", err)
+	}
+	if err := p.Mkdir("/mnt/h/d", 0o755); errno(err) != unix.EROFS {
+		t.Fatalf("mkdir: %v", err)
+	}
+	fd, err := p.Open("/mnt/h/f", unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 4)
+	if n, err := p.Read(fd, b); n != 1 || err != nil || b[0] != 'x' {
+		t.Fatal(n, err)
+	}
+}
+
+func TestSameInodeSameNode(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f"), nil, 0o644)
+	os.Link(filepath.Join(dir, "f"), filepath.Join(dir, "g"))
+	fs, err := hostfs.New(dir, hostfs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := fs.Root().(*hostfs.Dir)
+	a, err := root.Lookup("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := root.Lookup("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Fatal("two links of one inode are two nodes")
+	}
+	if up, err := root.Lookup(".."); err != nil || up != fs.Root() {
+		t.Fatalf("root's .. = %v, %v", up, err)
+	}
+	// Replace f on the host: a new inode, a new node, while a is alive.
+	os.Remove(filepath.Join(dir, "f"))
+	os.Remove(filepath.Join(dir, "g"))
+	os.Mkdir(filepath.Join(dir, "f"), 0o755)
+	c, err := root.Lookup("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c == a {
+		t.Fatal("a replaced inode gave the old node")
+	}
+	if _, ok := c.(*hostfs.Dir); !ok {
+		t.Fatalf("new f is %T", c)
+	}
+	st, _ := a.Stat()
+	if st.Nlink != 0 {
+		t.Fatalf("old node's nlink %d", st.Nlink)
+	}
+}
+
+func TestXdev(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs below the root")
+	}
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "m")
+	os.Mkdir(sub, 0o755)
+	if err := unix.Mount("tmpfs", sub, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(sub, unix.MNT_DETACH) })
+	os.WriteFile(filepath.Join(sub, "f"), []byte("x"), 0o644)
+	p := mountHost(t, dir, 0, "")
+	if _, err := p.Stat("/mnt/h/m/f"); errno(err) != unix.EXDEV {
+		t.Fatalf("without xdev: %v, want EXDEV", err)
+	}
+	p = mountHost(t, dir, 0, "xdev")
+	if _, err := p.Stat("/mnt/h/m/f"); err != nil {
+		t.Fatalf("with xdev: %v", err)
+	}
+}
+
+func TestAppend(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f"), []byte("abc"), 0o644)
+	p := mountHost(t, dir, 0, "")
+	fd, err := p.Open("/mnt/h/f", unix.O_WRONLY|unix.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := p.Pwrite(fd, []byte("de"), 0); n != 2 || err != nil {
+		t.Fatal(n, err)
+	}
+	if off, _ := p.Seek(fd, 0, unix.SEEK_CUR); off != 0 {
+		t.Fatalf("pwrite moved the position to %d", off)
+	}
+	if n, err := p.Write(fd, []byte("f")); n != 1 || err != nil {
+		t.Fatal(n, err)
+	}
+	if off, _ := p.Seek(fd, 0, unix.SEEK_CUR); off != 6 {
+		t.Fatalf("position after append %d", off)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "f"))
+	if !bytes.Equal(got, []byte("abcdef")) {
+		t.Fatalf("%q", got)
+	}
+}
