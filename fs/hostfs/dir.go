@@ -43,13 +43,31 @@ func (fs *FS) open(dirfd int, name string, st *unix.Stat_t) (int, error) {
 		return -1, err
 	}
 	if fs.resolver != Openat2 && !fs.opts.Xdev {
-		var dst unix.Stat_t
-		if err := unix.Fstat(dirfd, &dst); err != nil || dst.Dev != st.Dev {
+		// RESOLVE_NO_XDEV by hand. st_dev is not enough: a bind mount of
+		// the same file system has the same st_dev, so compare mount ids.
+		a, err1 := mountID(dirfd)
+		b, err2 := mountID(fd)
+		if err1 != nil || err2 != nil || a != b {
 			unix.Close(fd)
 			return -1, unix.EXDEV
 		}
 	}
 	return fd, nil
+}
+
+// mountID returns the id of the mount that fd is on: statx's
+// STATX_MNT_ID (Linux 5.8), or name_to_handle_at's mount id before it.
+func mountID(fd int) (uint64, error) {
+	var stx unix.Statx_t
+	err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &stx)
+	if err == nil && stx.Mask&unix.STATX_MNT_ID != 0 {
+		return stx.Mnt_id, nil
+	}
+	_, id, err := unix.NameToHandleAt(fd, "", unix.AT_EMPTY_PATH)
+	if err != nil && err != unix.EOVERFLOW && err != unix.EOPNOTSUPP {
+		return 0, err
+	}
+	return uint64(id), nil
 }
 
 // child looks name up in d and returns its node.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/iovfs/iovfs"
 	"github.com/iovfs/iovfs/fs/hostfs"
+	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -278,9 +279,7 @@ func TestSameInodeSameNode(t *testing.T) {
 }
 
 func TestXdev(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a tmpfs below the root")
-	}
+	testenv.RequireRoot(t, "mounting a tmpfs below the root")
 	dir := t.TempDir()
 	sub := filepath.Join(dir, "m")
 	os.Mkdir(sub, 0o755)
