@@ -77,6 +77,21 @@ func (h *Handle) ReadIter(dst iov.Iter, off int64) (int, error) {
 	return n, err
 }
 
+// ReadIterFlags is one preadv2 with the caller's RWF_* flags, which the
+// host applies (RWF_NOWAIT, RWF_HIPRI...), errnos included.
+func (h *Handle) ReadIterFlags(dst iov.Iter, off int64, flags int) (int, error) {
+	if !h.acquire() {
+		return 0, unix.EBADF
+	}
+	n, err := hostio.Preadv(h.fd, dst, off, flags)
+	h.mu.RUnlock()
+	return n, err
+}
+
+// NoWait lets preadv2 and pwritev2 take RWF_NOWAIT, which the host then
+// honours or refuses (EOPNOTSUPP, EAGAIN).
+func (h *Handle) NoWait() {}
+
 // Write is one pwrite.
 func (h *Handle) Write(p []byte, off int64) (int, error) {
 	if !h.acquire() {
@@ -96,6 +111,17 @@ func (h *Handle) WriteIter(src iov.Iter, off int64) (int, error) {
 		return 0, unix.EBADF
 	}
 	n, err := hostio.Pwritev(h.fd, src, off, 0)
+	h.mu.RUnlock()
+	return n, err
+}
+
+// WriteIterFlags is one pwritev2 with the caller's RWF_* flags
+// (RWF_DSYNC, RWF_SYNC, RWF_NOWAIT...), which the host applies.
+func (h *Handle) WriteIterFlags(src iov.Iter, off int64, flags int) (int, error) {
+	if !h.acquire() {
+		return 0, unix.EBADF
+	}
+	n, err := hostio.Pwritev(h.fd, src, off, flags)
 	h.mu.RUnlock()
 	return n, err
 }

@@ -323,3 +323,60 @@ func TestAppend(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
+
+// TestRWFlags: preadv2 and pwritev2 flags reach the host's preadv2 and
+// pwritev2, and the host's answer comes back: the same results as the
+// host's own calls on a file of the same host file system.
+func TestRWFlags(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f"), []byte("0123456789"), 0o644)
+	os.WriteFile(filepath.Join(dir, "g"), []byte("0123456789"), 0o644)
+	p := mountHost(t, dir, 0, "")
+	fd, err := p.Open("/mnt/h/f", unix.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hfd, err := unix.Open(filepath.Join(dir, "g"), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(hfd)
+	for _, fl := range []int{unix.RWF_NOWAIT, unix.RWF_HIPRI, unix.RWF_DSYNC, unix.RWF_SYNC, unix.RWF_NOWAIT | unix.RWF_DSYNC} {
+		a, b := make([]byte, 4), make([]byte, 4)
+		hn, herr := unix.Preadv2(hfd, [][]byte{a, a}, 2, fl)
+		on, oerr := p.Preadv2(fd, [][]byte{b, b}, 2, fl)
+		if hn < 0 {
+			hn = 0
+		}
+		if hn != on || errno(herr) != errno(oerr) || !bytes.Equal(a, b) {
+			t.Errorf("preadv2 flags %#x: host %d %v, hostfs %d %v", fl, hn, herr, on, oerr)
+		}
+		hn, herr = unix.Pwritev2(hfd, [][]byte{[]byte("ab"), []byte("cd")}, 3, fl)
+		on, oerr = p.Pwritev2(fd, [][]byte{[]byte("ab"), []byte("cd")}, 3, fl)
+		if hn < 0 {
+			hn = 0
+		}
+		if hn != on || errno(herr) != errno(oerr) {
+			t.Errorf("pwritev2 flags %#x: host %d %v, hostfs %d %v", fl, hn, herr, on, oerr)
+		}
+	}
+	f, _ := os.ReadFile(filepath.Join(dir, "f"))
+	g, _ := os.ReadFile(filepath.Join(dir, "g"))
+	if !bytes.Equal(f, g) {
+		t.Fatalf("f %q, g %q", f, g)
+	}
+	// procfs files have no FMODE_NOWAIT: the host refuses RWF_NOWAIT, so
+	// the flag must have reached it for hostfs to refuse too.
+	p = mountHost(t, "/proc/sys/kernel", unix.MS_RDONLY, "")
+	fd, err = p.Open("/mnt/h/ostype", unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 16)
+	if n, err := p.Preadv2(fd, [][]byte{b, b}, 0, unix.RWF_NOWAIT); errno(err) != unix.EOPNOTSUPP {
+		t.Errorf("preadv2(RWF_NOWAIT) on procfs through hostfs: %d, %v; the host gives EOPNOTSUPP", n, err)
+	}
+	if n, err := p.Preadv2(fd, [][]byte{b, b}, 0, 0); n == 0 || err != nil {
+		t.Errorf("preadv2 on procfs through hostfs: %d, %v", n, err)
+	}
+}
