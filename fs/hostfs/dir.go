@@ -177,8 +177,9 @@ func inodeOf(n vfs.Node) *inode {
 }
 
 // Create makes a regular file with O_CREAT|O_EXCL|O_NOFOLLOW on the host.
-// The owner is the host process's: c is applied by chown only where the
-// host process may (as root); uid= and gid= present other ids anyway.
+// The new file's owner is the host process's, whatever c says (hostfs
+// passes operations through as the host process); uid= and gid= present
+// other ids.
 func (d *Dir) Create(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
 	defer runtime.KeepAlive(d)
 	fd, err := unix.Openat(d.fd, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, mode)

@@ -163,8 +163,8 @@ type FS struct {
 	resolver Resolver
 	root     *inode // held for the life of the FS
 	rootKey  key
-	// procFD is /proc/self/fd, opened once (O_PATH), to reopen node
-	// descriptors with real access modes.
+	// procFD is /proc/self/fd (procSelfFD), to reopen node descriptors
+	// with real access modes.
 	procFD int
 	// umask is the process's umask when the FS was made: the host applies
 	// it to every file it creates, so a mode it would clear is set again
@@ -194,16 +194,10 @@ func New(dir string, o Options) (*FS, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	proc, err := unix.Open("/proc/self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	proc, err := procSelfFD()
 	if err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("hostfs: /proc/self/fd: %w", err)
-	}
-	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(proc, &sfs); err != nil || sfs.Type != unix.PROC_SUPER_MAGIC {
-		unix.Close(fd)
-		unix.Close(proc)
-		return nil, fmt.Errorf("hostfs: /proc/self/fd is not on procfs: %w", syscall.ENODEV)
+		return nil, err
 	}
 	fs := &FS{
 		opts:     o,
@@ -216,8 +210,26 @@ func New(dir string, o Options) (*FS, error) {
 	fs.rootKey = key{st.Dev, st.Ino}
 	fs.root = &inode{fs: fs, fd: fd, key: fs.rootKey, typ: unix.S_IFDIR}
 	fs.nodes[fs.rootKey] = weak.Make(fs.root)
+	runtime.AddCleanup(fs.root, func(fd int) { unix.Close(fd) }, fd)
 	return fs, nil
 }
+
+// procSelfFD opens /proc/self/fd once for the process (O_PATH) and checks
+// that it is procfs. It is never closed: a node of an unmounted hostfs
+// may still be reopened through it, and a closed, reused number there
+// would make that reopen resolve against another directory.
+var procSelfFD = sync.OnceValues(func() (int, error) {
+	fd, err := unix.Open("/proc/self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("hostfs: /proc/self/fd: %w", err)
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil || sfs.Type != unix.PROC_SUPER_MAGIC {
+		unix.Close(fd)
+		return -1, fmt.Errorf("hostfs: /proc/self/fd is not on procfs: %w", syscall.ENODEV)
+	}
+	return fd, nil
+})
 
 // processUmask reads the umask from /proc/self/status, which unlike
 // umask(2) does not change it for a moment under other goroutines.
@@ -247,13 +259,6 @@ func (fs *FS) Statfs() (unix.Statfs_t, error) {
 	var st unix.Statfs_t
 	err := unix.Fstatfs(fs.root.fd, &st)
 	return st, err
-}
-
-// Shutdown closes the root's and /proc's descriptors. The other nodes'
-// close when they are collected.
-func (fs *FS) Shutdown() error {
-	unix.Close(fs.procFD)
-	return nil
 }
 
 // node returns the node for the host inode open as fd (O_PATH), whose
