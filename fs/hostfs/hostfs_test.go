@@ -3,11 +3,14 @@ package hostfs_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/iovfs/iovfs"
 	"github.com/iovfs/iovfs/fs/hostfs"
@@ -379,4 +382,166 @@ func TestRWFlags(t *testing.T) {
 	if n, err := p.Preadv2(fd, [][]byte{b, b}, 0, 0); n == 0 || err != nil {
 		t.Errorf("preadv2 on procfs through hostfs: %d, %v", n, err)
 	}
+}
+
+// TestNodeCalls: xattrs, statfs, fallocate, fsync and utimes reach the
+// host and give its answers.
+func TestNodeCalls(t *testing.T) {
+	dir := t.TempDir()
+	hp := filepath.Join(dir, "f")
+	os.WriteFile(hp, make([]byte, 3*4096), 0o644)
+	if err := unix.Setxattr(hp, "user.a", []byte("va"), 0); err != nil {
+		t.Skipf("no user xattrs on %s: %v", dir, err)
+	}
+	fs, err := hostfs.New(dir, hostfs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := fs.Root().(*hostfs.Dir).Lookup("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := n.(*hostfs.File)
+	if v, err := f.Getxattr("user.a"); err != nil || string(v) != "va" {
+		t.Fatalf("getxattr: %q %v", v, err)
+	}
+	if _, err := f.Getxattr("user.missing"); errno(err) != unix.ENODATA {
+		t.Fatalf("missing xattr: %v", err)
+	}
+	if err := f.Setxattr("user.b", []byte("vb"), unix.XATTR_CREATE); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Setxattr("user.b", []byte("vb"), unix.XATTR_CREATE); errno(err) != unix.EEXIST {
+		t.Fatalf("XATTR_CREATE twice: %v", err)
+	}
+	buf := make([]byte, 64)
+	if n, err := unix.Getxattr(hp, "user.b", buf); err != nil || string(buf[:n]) != "vb" {
+		t.Fatalf("host sees %q %v", buf[:max(n, 0)], err)
+	}
+	names, err := f.Listxattr()
+	sort.Strings(names)
+	if err != nil || !equal(names, []string{"user.a", "user.b"}) {
+		t.Fatalf("listxattr %v %v", names, err)
+	}
+	if err := f.Removexattr("user.a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Removexattr("user.a"); errno(err) != unix.ENODATA {
+		t.Fatalf("remove twice: %v", err)
+	}
+
+	var want unix.Statfs_t
+	unix.Statfs(dir, &want)
+	got, err := fs.Statfs()
+	if err != nil || got.Type != want.Type || got.Bsize != want.Bsize || got.Blocks != want.Blocks {
+		t.Fatalf("statfs %+v %v, host %+v", got, err, want)
+	}
+
+	h, err := f.Open(unix.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh := h.(*hostfs.Handle)
+	defer fh.Release()
+	err = fh.Fallocate(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 4096, 4096)
+	hfd, _ := unix.Open(hp, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	defer unix.Close(hfd)
+	var st unix.Stat_t
+	unix.Fstat(hfd, &st)
+	if err != nil || st.Size != 3*4096 {
+		t.Fatalf("punch hole: %v, size %d", err, st.Size)
+	}
+	hole, herr := unix.Seek(hfd, 0, unix.SEEK_HOLE)
+	ohole, oerr := fh.Llseek(0, 0, unix.SEEK_HOLE)
+	if hole != ohole || herr != oerr {
+		t.Fatalf("SEEK_HOLE host %d %v, hostfs %d %v", hole, herr, ohole, oerr)
+	}
+	if err := fh.Fallocate(0xff, 0, 1); errno(err) != unix.EOPNOTSUPP && errno(err) != unix.EINVAL {
+		t.Fatalf("bad mode: %v", err)
+	}
+	if err := fh.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Datasync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetMtime, Mtime: time.Unix(12345, 678)}); err != nil {
+		t.Fatal(err)
+	}
+	unix.Fstat(hfd, &st)
+	if st.Mtim.Sec != 12345 || st.Mtim.Nsec != 678 {
+		t.Fatalf("utimes: host mtime %v", st.Mtim)
+	}
+}
+
+// TestUmaskIsTheGuests: the VFS applies the guest's umask; the host
+// process's own umask must not clear more bits.
+func TestUmaskIsTheGuests(t *testing.T) {
+	old := unix.Umask(0o022)
+	defer unix.Umask(old)
+	dir := t.TempDir()
+	p := mountHost(t, dir, 0, "")
+	p.Umask(0)
+	fd, err := p.Open("/mnt/h/f", unix.O_CREAT|unix.O_WRONLY, 0o777)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close(fd)
+	if err := p.Mkdir("/mnt/h/d", 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"f", "d"} {
+		var st unix.Stat_t
+		unix.Stat(filepath.Join(dir, n), &st)
+		if st.Mode&0o777 != 0o777 {
+			t.Errorf("%s: host mode %o, want 777", n, st.Mode&0o777)
+		}
+	}
+}
+
+func openFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// TestNodesReleased: a node that nothing refers to gives its host
+// descriptor back once collected, so walking a large tree does not run
+// out of descriptors.
+func TestNodesReleased(t *testing.T) {
+	dir := t.TempDir()
+	const files = 3000
+	for i := 0; i < files; i++ {
+		os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), nil, 0o644)
+	}
+	fs, err := hostfs.New(dir, hostfs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := fs.Root().(*hostfs.Dir)
+	before := openFDs(t)
+	for i := 0; i < files; i++ {
+		if _, err := root.Lookup(fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Cleanups run after a collection, on their own goroutine.
+	deadline := time.Now().Add(5 * time.Second)
+	for openFDs(t) > before+files/10 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := openFDs(t); n > before+files/10 {
+		t.Fatalf("%d descriptors open after dropping %d nodes (%d before)", n, files, before)
+	}
+	// A held node keeps its descriptor and identity across collections.
+	a, _ := root.Lookup("7")
+	runtime.GC()
+	b, _ := root.Lookup("7")
+	if a != b {
+		t.Fatal("a held node was replaced")
+	}
+	runtime.KeepAlive(a)
 }
