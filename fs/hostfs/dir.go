@@ -7,6 +7,7 @@ package hostfs
 
 import (
 	"runtime"
+	"strings"
 
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
@@ -16,6 +17,11 @@ import (
 // dirfd, without following a symlink there, and returns an O_PATH
 // descriptor and its fstat.
 func (fs *FS) open(dirfd int, name string, st *unix.Stat_t) (int, error) {
+	// The VFS never passes these; a direct caller of Lookup must not get
+	// the fallback walk to take more than one step.
+	if name == "" || name == "." || name == ".." || strings.IndexByte(name, '/') >= 0 {
+		return -1, unix.EINVAL
+	}
 	var fd int
 	var err error
 	if fs.resolver == Openat2 {

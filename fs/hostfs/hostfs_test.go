@@ -545,3 +545,24 @@ func TestNodesReleased(t *testing.T) {
 	}
 	runtime.KeepAlive(a)
 }
+
+// TestLookupOneComponent: Lookup takes one name, whatever the caller, with
+// either resolver.
+func TestLookupOneComponent(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "d"), 0o755)
+	for _, fallback := range []bool{false, true} {
+		hostfs.ForceFallback(fallback)
+		fs, err := hostfs.New(filepath.Join(dir, "d"), hostfs.Options{})
+		hostfs.ForceFallback(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root := fs.Root().(*hostfs.Dir)
+		for _, name := range []string{"../d", "a/b", "/", ".", ""} {
+			if n, err := root.Lookup(name); errno(err) != unix.EINVAL {
+				t.Errorf("fallback %v: Lookup(%q) = %v, %v; want EINVAL", fallback, name, n, err)
+			}
+		}
+	}
+}
