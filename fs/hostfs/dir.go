@@ -6,6 +6,7 @@ package hostfs
 // own rule (parent).
 
 import (
+	"math"
 	"runtime"
 	"strings"
 
@@ -281,6 +282,10 @@ func (d *Dir) Rename(oldName string, newDir vfs.Node, newName string) error {
 // ReadDir lists the directory with the host's getdents64 on a descriptor
 // opened for the call. Cookies are the host's d_off values, so a listing
 // resumes exactly where the host would; "." and ".." are skipped.
+//
+// The VFS adds 2 to a cookie (its "." and ".."), so the host's largest,
+// ext4's end-of-directory cookie MaxInt64, is reported as maxCookie and read
+// back as MaxInt64: the listing then shows the same position as the host.
 func (d *Dir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	runtime.KeepAlive(d)
@@ -288,8 +293,11 @@ func (d *Dir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 		return err
 	}
 	defer unix.Close(fd)
-	if off < 3 {
+	switch {
+	case off < 3:
 		off = 0
+	case off == maxCookie:
+		off = math.MaxInt64
 	}
 	if _, err := unix.Seek(fd, off, unix.SEEK_SET); err != nil {
 		return err
@@ -316,6 +324,7 @@ func (d *Dir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 				}
 			}
 			b = b[reclen:]
+			doff = min(doff, maxCookie)
 			if s := string(name); s != "." && s != ".." {
 				if !fn(vfs.Dirent{Name: s, Ino: ino, Type: typ, Off: doff}) {
 					return nil
@@ -324,6 +333,9 @@ func (d *Dir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 		}
 	}
 }
+
+// maxCookie is the largest cookie ReadDir reports; see ReadDir.
+const maxCookie = math.MaxInt64 - 2
 
 func le64(b []byte) uint64 {
 	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |

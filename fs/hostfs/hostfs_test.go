@@ -197,6 +197,23 @@ func TestGetdentsResumes(t *testing.T) {
 	if len(got) != len(want) || !equal(got, want) {
 		t.Fatalf("listing: %d names, want %d", len(got), len(want))
 	}
+	// At the end the position is the host's (ext4's end cookie is
+	// MaxInt64, which must not wrap around in the VFS's +2).
+	hfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(hfd)
+	buf := make([]byte, 1<<16)
+	for {
+		if n, err := unix.Getdents(hfd, buf); n <= 0 || err != nil {
+			break
+		}
+	}
+	hpos, _ := unix.Seek(hfd, 0, unix.SEEK_CUR)
+	if pos, err := p.Seek(fd, 0, unix.SEEK_CUR); pos != hpos || err != nil {
+		t.Errorf("position at the end: %d, %v; host %d", pos, err, hpos)
+	}
 }
 
 func equal(a, b []string) bool {
