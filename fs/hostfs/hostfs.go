@@ -254,11 +254,18 @@ func (fs *FS) Root() vfs.Node { return (*Dir)(fs.root) }
 // Resolver reports the confinement mechanism this mount uses.
 func (fs *FS) Resolver() Resolver { return fs.resolver }
 
-// Statfs reports the host file system's statfs(2) for the root.
+// Statfs reports the host file system's statfs(2) for the root, with the
+// confinement mechanism in f_spare[0] (a Resolver; Linux leaves f_spare
+// zero), so that a caller of statfs can tell which one runs.
 func (fs *FS) Statfs() (unix.Statfs_t, error) {
 	var st unix.Statfs_t
 	err := unix.Fstatfs(fs.root.fd, &st)
-	return st, err
+	runtime.KeepAlive(fs.root)
+	if err != nil {
+		return unix.Statfs_t{}, err
+	}
+	st.Spare[0] = int64(fs.resolver)
+	return st, nil
 }
 
 // node returns the node for the host inode open as fd (O_PATH), whose

@@ -453,6 +453,9 @@ func TestNodeCalls(t *testing.T) {
 	if err != nil || got.Type != want.Type || got.Bsize != want.Bsize || got.Blocks != want.Blocks {
 		t.Fatalf("statfs %+v %v, host %+v", got, err, want)
 	}
+	if hostfs.Resolver(got.Spare[0]) != fs.Resolver() || fs.Resolver() != hostfs.Openat2 {
+		t.Fatalf("statfs says resolver %v, FS %v; this kernel has openat2", hostfs.Resolver(got.Spare[0]), fs.Resolver())
+	}
 
 	h, err := f.Open(unix.O_RDWR)
 	if err != nil {
