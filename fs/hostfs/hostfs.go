@@ -7,11 +7,13 @@
 //
 //   - Every node holds a host descriptor (O_PATH) of its inode, and every
 //     lookup is one component, opened from the directory's descriptor with
-//     openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS [|RESOLVE_NO_XDEV]) and
-//     O_PATH|O_NOFOLLOW. A symlink is therefore opened, never followed: it
-//     becomes a node that the iovfs walk resolves itself. Where openat2 is
-//     missing (Linux < 5.6) the same single-component openat with
-//     O_PATH|O_NOFOLLOW runs, and st_dev is compared for RESOLVE_NO_XDEV.
+//     openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS|RESOLVE_NO_SYMLINKS
+//     [|RESOLVE_NO_XDEV]) and O_PATH|O_NOFOLLOW. A symlink is therefore
+//     opened, never followed: it becomes a node that the iovfs walk
+//     resolves itself. Where openat2 is missing (Linux < 5.6) the same
+//     single-component openat with O_PATH|O_NOFOLLOW runs, and mount ids
+//     are compared for RESOLVE_NO_XDEV (st_dev would miss a bind mount of
+//     the same file system).
 //   - ".." is opened from the directory's descriptor and accepted only if
 //     walking up from it reaches the root's inode: a directory moved out of
 //     the tree on the host has no parent (ENOENT), as Linux's
