@@ -202,6 +202,29 @@ func (h *Handle) Fallocate(mode uint32, off, length int64) error {
 	return unix.Fallocate(h.fd, mode, off, length)
 }
 
+// setflFlags are the file-status flags the host descriptor carries;
+// O_APPEND stays with the VFS (see openFlags).
+const setflFlags = unix.O_DIRECT | unix.O_NOATIME | unix.O_NONBLOCK
+
+// SetFlags gives the host descriptor the new file-status flags, so the
+// host decides them: EINVAL for O_DIRECT where the host file system cannot,
+// EPERM for O_NOATIME on another user's file.
+func (h *Handle) SetFlags(flags int) error {
+	if !h.acquire() {
+		return unix.EBADF
+	}
+	defer h.mu.RUnlock()
+	cur, err := unix.FcntlInt(uintptr(h.fd), unix.F_GETFL, 0)
+	if err != nil {
+		return err
+	}
+	if cur&setflFlags == flags&setflFlags {
+		return nil
+	}
+	_, err = unix.FcntlInt(uintptr(h.fd), unix.F_SETFL, cur&^setflFlags|flags&setflFlags)
+	return err
+}
+
 // HostFD returns the host descriptor, for callers that map the file (a
 // loop device's direct access) or splice from it. It stays valid until
 // Release.

@@ -479,6 +479,12 @@ func TestNodeCalls(t *testing.T) {
 	if err := fh.Fallocate(0xff, 0, 1); errno(err) != unix.EOPNOTSUPP && errno(err) != unix.EINVAL {
 		t.Fatalf("bad mode: %v", err)
 	}
+	if err := fh.SetFlags(unix.O_RDWR | unix.O_NOATIME | unix.O_APPEND); err != nil {
+		t.Fatal(err)
+	}
+	if fl, _ := unix.FcntlInt(uintptr(fh.HostFD()), unix.F_GETFL, 0); fl&unix.O_NOATIME == 0 || fl&unix.O_APPEND != 0 {
+		t.Fatalf("host flags %#o after SetFlags(O_NOATIME|O_APPEND)", fl)
+	}
 	if err := fh.Sync(); err != nil {
 		t.Fatal(err)
 	}
