@@ -78,9 +78,25 @@ func mountID(fd int) (uint64, error) {
 }
 
 // child looks name up in d and returns its node.
+//
+// It first asks fstatat (one component, no symlink followed, no
+// automount) which inode name is now: when that inode already has a live
+// node, the node is the answer and no descriptor is opened. That is not a
+// cache: the host is asked every time, and the node returned holds that
+// very inode open, so its number cannot have been reused. Otherwise the
+// confined open runs, and decides errors such as EXDEV.
 func (d *Dir) child(name string) (vfs.Node, error) {
 	defer runtime.KeepAlive(d)
+	if name == "" || name == "." || name == ".." || strings.IndexByte(name, '/') >= 0 {
+		return nil, unix.EINVAL
+	}
 	var st unix.Stat_t
+	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT); err != nil {
+		return nil, err
+	}
+	if n := d.fs.liveNode(key{st.Dev, st.Ino}, st.Mode&unix.S_IFMT); n != nil {
+		return n, nil
+	}
 	fd, err := d.fs.open(d.fd, name, &st)
 	if err != nil {
 		return nil, err

@@ -270,6 +270,18 @@ func (fs *FS) Statfs() (unix.Statfs_t, error) {
 	return st, nil
 }
 
+// liveNode returns the node of the host inode k if one is in use, or nil.
+func (fs *FS) liveNode(k key, typ uint32) vfs.Node {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if w, ok := fs.nodes[k]; ok {
+		if n := w.Value(); n != nil && n.typ == typ {
+			return n.asNode()
+		}
+	}
+	return nil
+}
+
 // node returns the node for the host inode open as fd (O_PATH), whose
 // fstat is st; it takes fd over, closing it when the inode already has a
 // node.
