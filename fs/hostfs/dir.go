@@ -70,8 +70,9 @@ func mountID(fd int) (uint64, error) {
 	if err == nil && stx.Mask&unix.STATX_MNT_ID != 0 {
 		return stx.Mnt_id, nil
 	}
+	// Any failure here fails closed: the caller reports EXDEV.
 	_, id, err := unix.NameToHandleAt(fd, "", unix.AT_EMPTY_PATH)
-	if err != nil && err != unix.EOVERFLOW && err != unix.EOPNOTSUPP {
+	if err != nil {
 		return 0, err
 	}
 	return uint64(id), nil

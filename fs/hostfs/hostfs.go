@@ -151,12 +151,11 @@ func detectResolver(dirfd int) Resolver {
 		haveOpenat2.Store(1)
 		return Openat2
 	}
-	if err == unix.ENOSYS {
-		haveOpenat2.Store(2)
-		return OpenatNoFollow
-	}
-	haveOpenat2.Store(1)
-	return Openat2
+	// ENOSYS on Linux < 5.6; EPERM or ENOSYS from a seccomp filter that
+	// does not know the call. Any failure of this plain call means the
+	// fallback, which is as safe.
+	haveOpenat2.Store(2)
+	return OpenatNoFollow
 }
 
 // FS is a mounted hostfs.
