@@ -135,7 +135,14 @@ func (d *Dir) parent() (vfs.Node, error) {
 	}
 	k := key{st.Dev, st.Ino}
 	cur, ck := up, k
-	for ck != fs.rootKey {
+	for steps := 0; ck != fs.rootKey; steps++ {
+		if steps > maxDepth { // renames racing the walk up: give up
+			if cur != up {
+				unix.Close(cur)
+			}
+			unix.Close(up)
+			return nil, unix.ENOENT
+		}
 		next, err := unix.Openat(cur, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		var nst unix.Stat_t
 		if err == nil {
@@ -168,6 +175,10 @@ func (d *Dir) parent() (vfs.Node, error) {
 	}
 	return fs.node(up, &st), nil
 }
+
+// maxDepth bounds the walk up of parent: a path of PATH_MAX bytes has at
+// most this many components.
+const maxDepth = 4096 / 2
 
 // created returns the node of the entry name that d's host call just
 // made, and sets its mode again when the host's umask cleared bits of it.
