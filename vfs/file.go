@@ -42,6 +42,8 @@ type file struct {
 	iwr  IterWriter
 	seek Seeker
 	app  Appender
+	rrwf RWFReader // nil unless the driver applies RWF flags itself
+	wrwf RWFWriter
 	// rwfRead and rwfWrite are the RWF_* flags the file accepts.
 	rwfRead, rwfWrite int
 	// mnt is the mount the node was opened on; it counts open files for
@@ -83,6 +85,8 @@ func newFile(n Node, h Handle, flags int) *file {
 	f.iwr, _ = h.(IterWriter)
 	f.seek, _ = h.(Seeker)
 	f.app, _ = h.(Appender)
+	f.rrwf, _ = h.(RWFReader)
+	f.wrwf, _ = h.(RWFWriter)
 	if _, ok := h.(Positionless); ok {
 		f.mode |= fmNoPos
 	}

@@ -146,6 +146,21 @@ type Ioctler interface {
 	Ioctl(p *Proc, req uint, arg any) (int, error)
 }
 
+// RWFReader is a handle whose vectored read applies preadv2's RWF_*
+// flags itself, as a pass-through to a host file does with the host's
+// preadv2. For a preadv2 with flags (already checked against those the
+// file accepts) the VFS calls ReadIterFlags instead of Read or ReadIter;
+// otherwise the contract is IterReader's.
+type RWFReader interface {
+	ReadIterFlags(dst iov.Iter, off int64, flags int) (n int, err error)
+}
+
+// RWFWriter is RWFReader for pwritev2. flags never hold RWF_APPEND or
+// RWF_NOAPPEND: the VFS applies those (Appender).
+type RWFWriter interface {
+	WriteIterFlags(src iov.Iter, off int64, flags int) (n int, err error)
+}
+
 // Appender is implemented by handles of files that have an end, such as
 // regular files. Append writes the bytes of src at the end of the file,
 // atomically with respect to other writes, and returns the offset where

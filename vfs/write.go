@@ -124,7 +124,7 @@ func (p *Proc) Pwritev2(fd int, iovs [][]byte, off int64, flags int) (int, error
 		_, n, err := f.app.Append(it)
 		return fixCount(n, err)
 	}
-	return f.writeIter(it, segs, off)
+	return f.writeIterFlags(it, segs, off, flags)
 }
 
 // appends reports whether a write with RWF flags goes to the end of file.
@@ -148,16 +148,26 @@ func (f *file) writevPos(iovs [][]byte, flags int) (int, error) {
 		return 0, errEOPNOTSUP
 	}
 	if f.mode&fmNoPos != 0 {
-		return f.writeIter(it, segs, 0)
+		return f.writeIterFlags(it, segs, 0, flags)
 	}
 	if f.appends(flags) {
 		return f.appendPos(it)
 	}
 	f.posMu.Lock()
-	n, err := f.writeIter(it, segs, f.pos)
+	n, err := f.writeIterFlags(it, segs, f.pos, flags)
 	f.pos += int64(n)
 	f.posMu.Unlock()
 	return n, err
+}
+
+// writeIterFlags is writeIter for pwritev2: RWF flags other than
+// RWF_APPEND and RWF_NOAPPEND, which the VFS has applied, go to a driver
+// that applies them itself (RWFWriter).
+func (f *file) writeIterFlags(it iov.Iter, segs int, off int64, flags int) (int, error) {
+	if flags &^= unix.RWF_APPEND | unix.RWF_NOAPPEND; flags != 0 && f.wrwf != nil {
+		return fixCount(f.wrwf.WriteIterFlags(it, off, flags))
+	}
+	return f.writeIter(it, segs, off)
 }
 
 // appendPos appends src and moves the file position to the end of the
