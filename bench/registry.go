@@ -5,6 +5,8 @@ package bench
 var experiments = []*Experiment{
 	zeroExperiment,
 	daxExperiment,
+	pipeExperiment,
+	pipePingPongExperiment,
 }
 
 // Experiments returns every registered experiment, in run order.

@@ -202,8 +202,8 @@ func (d *Device) setupDirect(size int64) {
 	if size == 0 {
 		return
 	}
-	if f := d.b.HostFile(); f != nil {
-		d.dax = d.mapHost(f, size)
+	if fd := d.b.HostFD(); fd >= 0 {
+		d.dax = d.mapHost(fd, size)
 		return
 	}
 	if bf, ok := d.b.Handle().(interface{ Device() block.Device }); ok {
@@ -213,8 +213,9 @@ func (d *Device) setupDirect(size int64) {
 	}
 }
 
-// mapHost maps the backing range of the host file f, or returns nil.
-func (d *Device) mapHost(f *os.File, size int64) []byte {
+// mapHost maps the backing range of the host file open as fd, or returns
+// nil.
+func (d *Device) mapHost(fd int, size int64) []byte {
 	page := int64(os.Getpagesize())
 	start := d.offset &^ (page - 1)
 	length := d.offset - start + size
@@ -225,7 +226,7 @@ func (d *Device) mapHost(f *os.File, size int64) []byte {
 	if d.flags&unix.LO_FLAGS_READ_ONLY == 0 {
 		prot |= unix.PROT_WRITE
 	}
-	m, err := unix.Mmap(int(f.Fd()), start, int(length), prot, unix.MAP_SHARED)
+	m, err := unix.Mmap(fd, start, int(length), prot, unix.MAP_SHARED)
 	if err != nil {
 		return nil
 	}

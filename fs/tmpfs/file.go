@@ -26,6 +26,9 @@ type File struct {
 	size  int64
 	pages pageTree
 	freed bool // the inode went back at the last unlink and close
+	// unwritten are the pages fallocate made that no write has reached
+	// (fallocate.go).
+	unwritten pageRanges
 }
 
 func (fs *FS) newFile(dir *Dir, mode uint32, c vfs.Cred, now instant) *File {
@@ -86,8 +89,9 @@ func (f *File) Setattr(a vfs.SetAttr) error {
 // zeroed, so that growing the file again shows zeros (Linux
 // truncate_setsize).
 func (f *File) truncateLocked(size int64) {
-	if size < f.size {
+	if size <= f.size { // <=: shmem_setattr also drops fallocated pages past EOF
 		f.fs.releasePages(f.pages.truncate((size + pageMask) >> pageShift))
+		f.unwritten.removeRange((size+pageMask)>>pageShift, maxFileSize)
 		if off := size & pageMask; off != 0 {
 			if pg := f.pages.get(size >> pageShift); pg != nil {
 				clear(pg[off:])
@@ -109,6 +113,7 @@ func (f *File) free() {
 		return
 	}
 	f.fs.releasePages(f.pages.truncate(0))
+	f.unwritten = pageRanges{}
 	if !f.freed {
 		f.freed = true
 		f.fs.inodes.Add(-1)
@@ -280,6 +285,7 @@ func (f *File) startWrite(off int64, count int) (int, error) {
 func (f *File) pageForWrite(off int64) *page {
 	idx := off >> pageShift
 	if pg := f.pages.get(idx); pg != nil {
+		f.written(idx)
 		return pg
 	}
 	if !f.fs.reservePage() {
@@ -348,7 +354,7 @@ func (f *File) seekHoleData(off int64, whence int) (int64, error) {
 		return 0, errENXIO
 	}
 	if whence == unix.SEEK_DATA {
-		idx := f.pages.nextData(off >> pageShift)
+		idx := f.nextData(off >> pageShift)
 		if idx < 0 {
 			return 0, errENXIO
 		}
@@ -358,7 +364,7 @@ func (f *File) seekHoleData(off int64, whence int) (int64, error) {
 		}
 		return r, nil
 	}
-	idx := f.pages.nextHole(off >> pageShift)
+	idx := f.nextHole(off >> pageShift)
 	if idx > (f.size-1)>>pageShift { // only the hole at the end
 		return f.size, nil
 	}
