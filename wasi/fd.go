@@ -358,15 +358,15 @@ func (w *instance) fdRenumber(_ context.Context, _ api.Module, stack []uint64) {
 }
 
 // fd_seek(fd, offset, whence, newoffset) errno: lseek. WASI's whence
-// values are SET 0, CUR 1, END 2, as Linux's. A seek that only reads the
-// position (0, CUR) needs fd_tell, any other fd_seek.
+// values are SET 0, CUR 1, END 2, as Linux's. It needs fd_seek, or
+// fd_tell for a seek that only reads the position (0, CUR).
 func (w *instance) fdSeek(_ context.Context, mod api.Module, stack []uint64) {
 	fd, off, whence, result := int32(stack[0]), int64(stack[1]), uint32(stack[2]), uint32(stack[3])
-	need := rightFdSeek
-	if off == 0 && whence == unix.SEEK_CUR {
-		need = rightFdTell
+	e := w.check(fd, rightFdSeek)
+	if e == errnoNotcapable && off == 0 && whence == unix.SEEK_CUR {
+		e = w.check(fd, rightFdTell)
 	}
-	if e := w.check(fd, need); e != 0 {
+	if e != 0 {
 		stack[0] = uint64(e)
 		return
 	}

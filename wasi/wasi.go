@@ -11,9 +11,10 @@
 // count of a partial transfer is kept, as readv(2) keeps it.
 //
 // Confinement: path_open and every other path function resolve beneath
-// the directory descriptor they are given with Openat2's RESOLVE_BENEATH,
-// so neither "..", an absolute path nor a symlink leads a guest out of its
-// preopens. An attempt to leave gives WASI's ENOTCAPABLE.
+// the directory descriptor they are given with Openat2's RESOLVE_BENEATH
+// (RESOLVE_IN_ROOT in a preopen the guest calls "/"), so neither "..", an
+// absolute path nor a symlink leads a guest out of its preopens. An
+// attempt to leave gives WASI's ENOTCAPABLE.
 //
 // Errors are Linux's errnos, as the process returns them, mapped one to
 // one to WASI's (errno.go).
@@ -86,7 +87,7 @@ func newInstance(p *vfs.Proc, cfg Config) (*instance, error) {
 		if name == "" {
 			name = po.Path
 		}
-		w.setEntry(fd, fdEntry{base: dirRights, inherit: allRights, preopen: name, isPreopen: true, known: true})
+		w.setEntry(fd, fdEntry{base: dirRights, inherit: allRights, preopen: name, isPreopen: true, isRoot: name == "/", known: true})
 	}
 	return w, nil
 }
@@ -128,6 +129,8 @@ type fdEntry struct {
 	base, inherit uint64
 	preopen       string
 	isPreopen     bool
+	// isRoot marks a preopen named "/": paths resolve in it as in a root.
+	isRoot bool
 	// known is false for a descriptor the guest did not get from this
 	// module (the standard descriptors, ones the embedder opened): those
 	// have every right their file type allows.

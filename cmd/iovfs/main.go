@@ -18,6 +18,7 @@ type command struct {
 // commands lists the subcommands, in help order.
 var commands = []command{
 	{"bench", "run the reference experiments: same-run A/B benchmarks of the read paths (iovfs bench --help)", runBench},
+	{"run", "run a WebAssembly (wasip1) program on an iovfs process, like wazero run (iovfs run --help)", runRun},
 }
 
 func main() {

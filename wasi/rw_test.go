@@ -1,0 +1,139 @@
+package wasi
+
+import (
+	"bytes"
+	"context"
+	"github.com/iovfs/iovfs/vfs"
+	"github.com/tetratelabs/wazero/api"
+	"testing"
+
+	"github.com/iovfs/iovfs/internal/wasmgen"
+	"github.com/tetratelabs/wazero"
+	"golang.org/x/sys/unix"
+)
+
+// instanceOn returns an instance on p and a module with one page of
+// memory that the host functions can be called with directly.
+func instanceOn(t *testing.T, cfg Config) (*instance, *guest) {
+	t.Helper()
+	p := newProc(t)
+	w, err := newInstance(p, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { r.Close(ctx) })
+	mod, err := r.Instantiate(ctx, wasmgen.Module(4, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, &guest{t: t, ctx: ctx, mod: mod, mem: mod.Memory()}
+}
+
+// TestRWAllocs: fd_read and fd_write allocate nothing once warm, on
+// /dev/zero, /dev/null and a tmpfs file, with one and with 16 iovecs.
+func TestRWAllocs(t *testing.T) {
+	w, g := instanceOn(t, Config{})
+	p := w.p
+	zero, _ := p.Open("/dev/zero", unix.O_RDONLY, 0)
+	null, _ := p.Open("/dev/null", unix.O_WRONLY, 0)
+	file, err := p.Open("/tmp/f", unix.O_RDWR|unix.O_CREAT, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Write(file, make([]byte, 64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	const iovs, res = 1024, 2048
+	segs := make([][2]uint32, 16)
+	for i := range segs {
+		segs[i] = [2]uint32{4096 + uint32(i)*4096, 4096}
+	}
+	g.iovecs(iovs, segs...)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		fn   func(context.Context, apiModule, []uint64)
+		fd   int
+		n    uint64
+		seek bool
+	}{
+		{"fd_read/zero/1", w.fdRead, zero, 1, false},
+		{"fd_read/zero/16", w.fdRead, zero, 16, false},
+		{"fd_read/tmpfs/16", w.fdRead, file, 16, true},
+		{"fd_write/null/1", w.fdWrite, null, 1, false},
+		{"fd_write/tmpfs/16", w.fdWrite, file, 16, true},
+	} {
+		var stack [4]uint64
+		call := func() {
+			if c.seek {
+				p.Seek(c.fd, 0, unix.SEEK_SET)
+			}
+			stack = [4]uint64{uint64(c.fd), iovs, c.n, res}
+			c.fn(ctx, g.mod, stack[:])
+		}
+		call()
+		if stack[0] != 0 || g.u32(res) != uint32(c.n)*4096 {
+			t.Fatalf("%s: errno %d, count %d, want 0, %d", c.name, stack[0], g.u32(res), c.n*4096)
+		}
+		if a := testing.AllocsPerRun(200, call); a != 0 {
+			t.Errorf("%s: %v allocations per call, want 0", c.name, a)
+		}
+	}
+}
+
+// TestReadOneCall: a 16-iovec fd_read of a tmpfs file fills the segments
+// in order from the file position and moves it once.
+func TestReadOneCall(t *testing.T) {
+	g := newGuest(t, procWithFile(t), Config{Preopens: []Preopen{{Path: "/w", Guest: "/"}}}, nil)
+	e, fd := g.open(3, "f", 0, rightFdRead|rightFdSeek, 0)
+	if e != 0 {
+		t.Fatalf("path_open: errno %d", e)
+	}
+	segs := make([][2]uint32, 16)
+	for i := range segs {
+		segs[i] = [2]uint32{8192 + uint32(i)*100, uint32(i + 1)}
+	}
+	g.iovecs(1024, segs...)
+	if e := g.call("fd_read", uint64(fd), 1024, 16, 2048); e != 0 {
+		t.Fatalf("fd_read: errno %d", e)
+	}
+	total := uint32(16 * 17 / 2)
+	if n := g.u32(2048); n != total {
+		t.Fatalf("fd_read: %d bytes, want %d", n, total)
+	}
+	var got []byte
+	for _, s := range segs {
+		got = append(got, g.bytes(s[0], s[1])...)
+	}
+	if want := pattern(int(total)); !bytes.Equal(got, want) {
+		t.Fatalf("fd_read: got %q, want %q", got, want)
+	}
+	if e := g.call("fd_seek", uint64(fd), 0, unix.SEEK_CUR, 2048); e != 0 || g.u32(2048) != total {
+		t.Fatalf("fd_tell after read: errno %d, pos %d, want %d", e, g.u32(2048), total)
+	}
+}
+
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + i%26)
+	}
+	return b
+}
+
+// procWithFile is newProc with /w/f holding pattern(4096).
+func procWithFile(t *testing.T) *procT {
+	p := newProc(t)
+	fd, err := p.Open("/w/f", unix.O_WRONLY|unix.O_CREAT, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Write(fd, pattern(4096))
+	p.Close(fd)
+	return p
+}
+
+type apiModule = api.Module
+type procT = vfs.Proc
