@@ -23,7 +23,9 @@ type guest struct {
 }
 
 // allWASI are the functions every test guest imports.
-var allWASI = []string{"fd_read", "fd_write", "fd_pread", "fd_pwrite", "fd_seek", "fd_close", "path_open"}
+var allWASI = []string{"fd_read", "fd_write", "fd_pread", "fd_pwrite", "fd_seek", "fd_close", "path_open",
+	"path_create_directory", "path_filestat_get", "path_unlink_file", "path_symlink", "fd_readdir",
+	"fd_prestat_get", "fd_prestat_dir_name", "fd_fdstat_get", "poll_oneoff"}
 
 // newGuest instantiates a guest of 4 pages in a runtime whose wasi module
 // is this package's on p (or wazero's own when p is nil, with cfg's FS).
@@ -116,4 +118,12 @@ func newProc(t testing.TB) *vfs.Proc {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// str writes s at at and returns its address and length as call arguments.
+func (g *guest) str(at uint32, s string) (uint64, uint64) {
+	if !g.mem.WriteString(at, s) {
+		g.t.Fatal("string outside memory")
+	}
+	return uint64(at), uint64(len(s))
 }

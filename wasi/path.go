@@ -389,7 +389,7 @@ func (w *instance) pathOpen(_ context.Context, mod api.Module, stack []uint64) {
 	} else {
 		base &= fileRights
 	}
-	w.setEntry(fd, fdEntry{base: base, inherit: inherit, known: true})
+	w.setEntry(fd, fdEntry{base: base, inherit: inherit & parent.inherit, known: true})
 	mem.WriteUint32Le(result, uint32(fd))
 	stack[0] = 0
 }

@@ -211,6 +211,15 @@ func init() {
 		{"fd_seek", []api.ValueType{i32, i64, i32, i32}},
 		{"fd_close", []api.ValueType{i32}},
 		{"path_open", []api.ValueType{i32, i32, i32, i32, i32, i64, i64, i32, i32}},
+		{"path_create_directory", []api.ValueType{i32, i32, i32}},
+		{"path_filestat_get", []api.ValueType{i32, i32, i32, i32, i32}},
+		{"path_unlink_file", []api.ValueType{i32, i32, i32}},
+		{"path_symlink", []api.ValueType{i32, i32, i32, i32, i32}},
+		{"fd_readdir", []api.ValueType{i32, i32, i32, i64, i32}},
+		{"fd_prestat_get", []api.ValueType{i32, i32}},
+		{"fd_prestat_dir_name", []api.ValueType{i32, i32, i32}},
+		{"fd_fdstat_get", []api.ValueType{i32, i32}},
+		{"poll_oneoff", []api.ValueType{i32, i32, i32, i32}},
 	} {
 		WASI[f.name] = Import{Module: "wasi_snapshot_preview1", Name: f.name, Params: f.params, Results: []api.ValueType{i32}}
 	}
