@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/iovfs/iovfs"
 	"github.com/iovfs/iovfs/dev/mem"
@@ -41,6 +42,7 @@ flags:
 `
 
 func runRun(args []string, stdout, stderr io.Writer) int {
+	stdout, stderr = lockWriter(stdout), lockWriter(stderr)
 	fl := flag.NewFlagSet("run", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	var envs, mounts, images, tmpfss multiFlag
@@ -91,7 +93,22 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "iovfs run: %v\n", err)
 		return 1
 	}
-	for _, f := range []*os.File{os.Stdin, os.Stdout, os.Stderr} {
+	outF, outDone, err := stdioFile(stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "iovfs run: %v\n", err)
+		return 1
+	}
+	defer outDone()
+	errF, errDone, err := stdioFile(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "iovfs run: %v\n", err)
+		return 1
+	}
+	defer errDone()
+	std := []*os.File{os.Stdin, outF, errF}
+	// Runs before errDone and outDone, so their pipes see the end.
+	defer closeAll(p, std)
+	for _, f := range std {
 		if _, err := p.ImportFile(f); err != nil {
 			fmt.Fprintf(stderr, "iovfs run: importing %s: %v\n", f.Name(), err)
 			return 1
@@ -156,7 +173,6 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		mc = mc.WithEnv(k, v)
 	}
 	_, err = r.InstantiateModule(ctx, compiled, mc)
-	syncOffsets(p)
 	if err != nil {
 		var exit *sys.ExitError
 		if errors.As(err, &exit) {
@@ -336,12 +352,22 @@ func (b *preopenBuilder) dev() error {
 	return nil
 }
 
+// closeAll syncs the standard descriptors' offsets and closes what the
+// process has open, so the pipes of stdioFile see the end of their output
+// (iovfs has no descriptor listing; a guest's descriptors are low numbers).
+func closeAll(p *vfs.Proc, std []*os.File) {
+	syncOffsets(p, std)
+	for fd := 0; fd < 1024; fd++ {
+		p.Close(fd)
+	}
+}
+
 // syncOffsets moves the host offsets of the standard descriptors, when
 // they are regular files, to where the guest left them: ImportFile keeps
 // the position in iovfs, so without this a shell's next write to the same
 // open file (a redirect with ">") would land on the guest's output.
-func syncOffsets(p *vfs.Proc) {
-	for fd, f := range []*os.File{os.Stdin, os.Stdout, os.Stderr} {
+func syncOffsets(p *vfs.Proc, std []*os.File) {
+	for fd, f := range std {
 		st, err := p.Fstat(fd)
 		if err != nil || !st.IsRegular() {
 			continue
@@ -350,4 +376,45 @@ func syncOffsets(p *vfs.Proc) {
 			f.Seek(pos, io.SeekStart)
 		}
 	}
+}
+
+// stdioFile returns w as a host file for the guest: w itself when it is
+// one (the usual case: the host's stdout and stderr), otherwise the write
+// end of a pipe whose bytes are copied to w. done closes the pipe, after
+// the guest's descriptors are gone, and waits for the copy.
+func stdioFile(w io.Writer) (*os.File, func(), error) {
+	if f, ok := w.(*os.File); ok {
+		return f, func() {}, nil
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(w, pr)
+		pr.Close()
+		close(copied)
+	}()
+	return pw, func() { pw.Close(); <-copied }, nil
+}
+
+// lockWriter serialises writes to w unless it is a file: the messages of
+// iovfs run and the copy from the guest's pipe (stdioFile) share it.
+func lockWriter(w io.Writer) io.Writer {
+	if _, ok := w.(*os.File); ok {
+		return w
+	}
+	return &lockedWriter{w: w}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex // serialises Write
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
