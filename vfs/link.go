@@ -40,6 +40,7 @@ func (p *Proc) linkIn(old, dir location, name string, trailing bool) error {
 	if !ok {
 		return unix.EPERM
 	}
+	defer p.ns.dcache.invalidate(dir.node, name).done()
 	return l.Link(name, old.node)
 }
 
@@ -76,6 +77,7 @@ func (p *Proc) symlinkIn(dir location, name string, trailing bool, target string
 	if !ok {
 		return unix.EPERM
 	}
+	defer p.ns.dcache.invalidate(dir.node, name).done()
 	_, err := s.Symlink(name, target, p.cred)
 	return err
 }

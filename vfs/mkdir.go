@@ -26,6 +26,7 @@ func (p *Proc) mkdirIn(dir location, name string, perm uint32) error {
 	if !ok {
 		return unix.EPERM
 	}
+	defer p.ns.dcache.invalidate(dir.node, name).done()
 	_, err := m.Mkdir(name, perm&0o7777&^p.umask.Load(), p.cred)
 	return err
 }

@@ -80,6 +80,9 @@ type Namespace struct {
 	mounts atomic.Pointer[map[mountKey]*mount]
 
 	nextDev atomic.Uint32
+
+	// dcache is the dentry cache; see dcache.go for its rules.
+	dcache dcache
 }
 
 type mountKey struct {
@@ -119,6 +122,7 @@ func (m *mount) maybeShutdown() {
 // NewNamespace returns a namespace whose root is fs.
 func NewNamespace(root FileSystem) *Namespace {
 	ns := &Namespace{}
+	ns.dcache.init(DefaultDentryCacheSize)
 	ns.root = &mount{fs: root, root: root.Root(), dev: ns.newDev()}
 	m := map[mountKey]*mount{}
 	ns.mounts.Store(&m)
@@ -257,6 +261,7 @@ func (p *Proc) Unmount(target string, flags int) error {
 	})
 	for _, c := range below {
 		c.detached.Store(true)
+		ns.dcache.forgetFS(c.fs)
 		c.maybeShutdown()
 	}
 	return nil

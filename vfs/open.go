@@ -113,7 +113,9 @@ func (p *Proc) lookupForOpen(path string, flags int, perm uint32) (location, err
 		if !ok {
 			return location{}, unix.EPERM
 		}
+		ch := p.ns.dcache.invalidate(dir.node, name)
 		n, err := c.Create(name, perm&0o7777&^p.umask.Load(), p.cred)
+		ch.done()
 		if err != nil {
 			return location{}, err
 		}

@@ -340,3 +340,16 @@ type Fcntler interface {
 type Mknoder interface {
 	Mknod(name string, mode uint32, rdev uint64, c Cred) (Node, error)
 }
+
+// Revalidator is a directory whose entries can change without the VFS
+// seeing it, such as a pass-through to a live host tree (hostfs). The
+// dentry cache (dcache.go) remembers what Lookup answered for a name;
+// before it uses that answer again it calls Revalidate with the name and
+// the node it remembers (nil for a remembered ENOENT). Revalidate reports
+// whether the answer still holds; false drops it and the VFS calls Lookup
+// again, as Linux's d_revalidate. A directory whose entries must never be
+// cached returns false always. Revalidate may be called concurrently and
+// must not call back into the VFS.
+type Revalidator interface {
+	Revalidate(name string, child Node) bool
+}

@@ -66,6 +66,7 @@ func (p *Proc) rename(oldpath, newpath string) error {
 	if !ok {
 		return unix.EPERM
 	}
+	defer p.ns.dcache.invalidate2(odir.node, oname, ndir.node, nname).done()
 	return r.Rename(oname, ndir.node, nname)
 }
 

@@ -34,6 +34,7 @@ func (p *Proc) unlink(path string) error {
 	if !ok {
 		return unix.EPERM
 	}
+	defer p.ns.dcache.invalidate(dir.node, name).done()
 	return u.Unlink(name)
 }
 
@@ -75,5 +76,6 @@ func (p *Proc) rmdir(path string) error {
 	if !ok {
 		return unix.EPERM
 	}
+	defer p.ns.dcache.invalidate(dir.node, name).done()
 	return r.Rmdir(name)
 }

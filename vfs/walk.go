@@ -145,7 +145,7 @@ func (w *walker) step(cur location, name string, follow bool) (location, error) 
 	if !ok {
 		return location{}, errENOTDIR
 	}
-	child, err := dir.Lookup(name)
+	child, err := w.ns.dcache.lookup(cur.node, dir, name, cur.mnt.fs) // dcache.go
 	if err != nil {
 		return location{}, err
 	}
