@@ -73,8 +73,10 @@ type dcache struct {
 	seed    maphash.Seed
 	buckets []atomic.Pointer[dentry]
 	mask    uint64
-	// off disables the cache (SetDentryCacheSize(0)).
+	// off disables the cache (SetDentryCacheSize(0)); stats turns on
+	// the hit counters (an atomic add per hit, so off by default).
 	off     bool
+	stats   bool
 	shards  [dcShards]dcShard
 	stripes [dcStripes]dcStripe
 }
@@ -99,7 +101,11 @@ type dcStripe struct {
 }
 
 type dentry struct {
-	hash  uint64
+	hash uint64
+	// dirw is dir's interface words (type, pointer): the key compare,
+	// without runtime.ifaceeq. dir keeps the object alive, so no other
+	// node can have the same words while the dentry exists.
+	dirw  [2]uintptr
 	dir   Node
 	name  string
 	child Node // nil for a negative dentry
@@ -111,7 +117,7 @@ type dentry struct {
 }
 
 func (c *dcache) init(size int) {
-	*c = dcache{seed: maphash.MakeSeed()}
+	*c = dcache{seed: maphash.MakeSeed(), stats: c.stats}
 	if size <= 0 {
 		c.off = true
 		size = 1
@@ -130,6 +136,12 @@ func (c *dcache) init(size int) {
 // SetDentryCacheSize bounds the dentry cache to n entries (0 turns it
 // off) and empties it. Call it before the namespace is in use.
 func (ns *Namespace) SetDentryCacheSize(n int) { ns.dcache.init(n) }
+
+// CountDentryCacheHits turns the dentry cache's hit counters on or off
+// (Hits and NegHits in DentryCacheStats); they cost an atomic add per
+// cached lookup, so they are off unless asked for. Misses and evictions
+// are always counted. Call it before the namespace is in use.
+func (ns *Namespace) CountDentryCacheHits(on bool) { ns.dcache.stats = on }
 
 // DentryCacheStats are the dentry cache's counters.
 type DentryCacheStats struct {
@@ -166,7 +178,12 @@ func dirWord(dir Node) (uintptr, bool) {
 	if reflect.TypeOf(dir).Kind() != reflect.Pointer {
 		return 0, false
 	}
-	return uintptr((*[2]unsafe.Pointer)(unsafe.Pointer(&dir))[1]), true
+	return ifaceWords(dir)[1], true
+}
+
+// ifaceWords returns n's type and data words.
+func ifaceWords(n Node) [2]uintptr {
+	return *(*[2]uintptr)(unsafe.Pointer(&n))
 }
 
 func mix(w uintptr) uint64 {
@@ -197,8 +214,9 @@ func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (No
 	b := &c.buckets[h&c.mask]
 	s := &c.shards[h&c.mask%dcShards]
 	if st.active.Load() == 0 {
+		words := ifaceWords(node)
 		for e := b.Load(); e != nil; e = e.next.Load() {
-			if e.hash != h || e.dir != node || e.name != name {
+			if e.hash != h || e.dirw != words || e.name != name {
 				continue
 			}
 			if st.gen.Load() != gen {
@@ -212,10 +230,14 @@ func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (No
 				e.ref.Store(true)
 			}
 			if e.child == nil {
-				s.negHits.Add(1)
+				if c.stats {
+					s.negHits.Add(1)
+				}
 				return nil, errENOENT
 			}
-			s.hits.Add(1)
+			if c.stats {
+				s.hits.Add(1)
+			}
 			return e.child, nil
 		}
 	}
@@ -224,7 +246,7 @@ func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (No
 	if err != nil && err != errENOENT {
 		return nil, err
 	}
-	e := &dentry{hash: h, dir: node, name: name, child: child, fs: fs}
+	e := &dentry{hash: h, dirw: ifaceWords(node), dir: node, name: name, child: child, fs: fs}
 	e.reval, _ = node.(Revalidator)
 	c.insert(s, b, st, gen, e)
 	return child, err

@@ -353,3 +353,11 @@ type Mknoder interface {
 type Revalidator interface {
 	Revalidate(name string, child Node) bool
 }
+
+// FileTyper is a Node that reports its file type, the S_IFMT bits of
+// Stat's Mode, without building a Stat. A node's type never changes. The
+// path walk asks it of every directory it passes through, so a file
+// system whose Stat takes a lock or does I/O should implement it.
+type FileTyper interface {
+	FileType() uint32
+}

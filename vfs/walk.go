@@ -210,6 +210,9 @@ func (ns *Namespace) parentOf(loc location) location {
 
 // isDir reports whether n is a directory.
 func isDir(n Node) bool {
+	if ft, ok := n.(FileTyper); ok {
+		return ft.FileType() == unix.S_IFDIR
+	}
 	st, err := n.Stat()
 	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }

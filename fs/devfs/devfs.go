@@ -110,6 +110,9 @@ func (d *dir) Revalidate(name string, child vfs.Node) bool {
 	return ok && vfs.Node(n) == child
 }
 
+// FileType implements vfs.FileTyper.
+func (d *dir) FileType() uint32 { return unix.S_IFDIR }
+
 // Names returns the device names in sorted order.
 func (d *dir) Names() []string {
 	d.mu.RLock()
@@ -127,6 +130,12 @@ type node struct {
 	fs  *FS
 	dev Device
 	ino uint64
+}
+
+// FileType implements vfs.FileTyper.
+func (n *node) FileType() uint32 {
+	mode, _ := n.dev.DevInfo()
+	return mode & unix.S_IFMT
 }
 
 func (n *node) Stat() (vfs.Stat, error) {
