@@ -126,9 +126,10 @@ type Buf struct {
 
 	// holds counts Get references and pins; ref is the CLOCK bit; dirty
 	// marks a block that must be written back before it can go.
-	holds atomic.Int32
-	ref   atomic.Bool
-	dirty atomic.Bool
+	holds    atomic.Int32
+	ref      atomic.Bool
+	dirty    atomic.Bool
+	verified atomic.Uint64
 
 	// idx and protected are the block's place in its shard's rings,
 	// under the shard's mu; inMap is false once the block left the cache.
@@ -167,6 +168,16 @@ func (b *Buf) MarkDirty() bool {
 
 // Dirty reports whether the block waits for write-back.
 func (b *Buf) Dirty() bool { return b.dirty.Load() }
+
+// Verified reports whether SetVerified(tag) was the last mark set on this
+// copy of the block: a file system's note that it has checked the block
+// (its checksum, say) for the use tag names (a directory's inode number,
+// say, when the checksum depends on it), Linux's buffer_verified. A block
+// read again after an invalidation starts unverified. tag must not be 0.
+func (b *Buf) Verified(tag uint64) bool { return b.verified.Load() == tag }
+
+// SetVerified sets the mark Verified reports.
+func (b *Buf) SetVerified(tag uint64) { b.verified.Store(tag) }
 
 // NewCache returns an empty cache of at most limit bytes of blocks.
 func NewCache(limit int64) *Cache {

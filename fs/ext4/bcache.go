@@ -88,3 +88,58 @@ func (m memDevice) ReadAt(p []byte, off int64) (int, error) {
 	it := iov.Buf(p)
 	return block.CopyOut(&it, m[off:off+int64(len(p))])
 }
+
+// readBlockCached is readBlock that also returns the cache's block, held
+// (the caller releases it), so the caller can use its verified mark; nil
+// without a cache.
+func (v *Volume) readBlockCached(blk uint64, buf []byte) (*block.Buf, error) {
+	if v.meta == nil {
+		return nil, v.readBlock(blk, buf)
+	}
+	if blk >= v.blocks {
+		return nil, corrupt(0, "block %d beyond the volume", blk)
+	}
+	b, err := v.meta.Get(blk)
+	if err != nil {
+		return nil, err
+	}
+	copy(buf[:v.bs], b.Data())
+	return b, nil
+}
+
+// blockSet is the set of physical blocks a directory scan has seen: a
+// few in an array, a map past that, so a small directory's scan does not
+// allocate.
+type blockSet struct {
+	few [8]uint64
+	n   int
+	m   map[uint64]struct{}
+}
+
+// add records blk and reports false if it was there already.
+func (s *blockSet) add(blk uint64) bool {
+	for _, b := range s.few[:s.n] {
+		if b == blk {
+			return false
+		}
+	}
+	if s.m != nil {
+		if _, dup := s.m[blk]; dup {
+			return false
+		}
+	}
+	if s.n < len(s.few) {
+		s.few[s.n] = blk
+		s.n++
+		return true
+	}
+	if s.m == nil {
+		s.m = map[uint64]struct{}{}
+	}
+	s.m[blk] = struct{}{}
+	return true
+}
+
+// verifyTag is the buffer-cache mark of a block verified as a directory
+// block of dir: its checksum depends on dir's inode and generation.
+func verifyTag(dir *Inode) uint64 { return uint64(dir.Ino)<<1 | 1 }

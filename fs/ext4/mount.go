@@ -275,7 +275,7 @@ func (fs *FS) node(ino uint32) (vfs.Node, error) {
 	base := nodeBase{fs: fs, in: in}
 	switch in.Mode & S_IFMT {
 	case S_IFDIR:
-		n = &dirNode{base}
+		n = &dirNode{nodeBase: base}
 	case S_IFREG:
 		n = &fileNode{base}
 	case S_IFLNK:
