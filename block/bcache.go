@@ -79,42 +79,46 @@ type cacheShard struct {
 	_                                    [64]byte // keep shards off each other's cache lines
 }
 
-// clockRing is one CLOCK list: blocks in a slice and a hand.
+// clockRing is one CLOCK list: a circular doubly linked list of blocks
+// and a hand. A block is added just behind the hand, so the hand reaches
+// the blocks in the order they came (FIFO, as 2Q's A1in), and removal
+// keeps that order.
 type clockRing struct {
-	b    []*Buf
-	hand int
+	hand *Buf
+	n    int
 }
+
+func (r *clockRing) len() int { return r.n }
 
 func (r *clockRing) add(b *Buf, protected bool) {
-	b.idx, b.protected = len(r.b), protected
-	r.b = append(r.b, b)
+	b.protected = protected
+	if r.hand == nil {
+		b.prev, b.next = b, b
+		r.hand = b
+	} else {
+		b.next, b.prev = r.hand, r.hand.prev
+		b.prev.next = b
+		r.hand.prev = b
+	}
+	r.n++
 }
 
-// remove takes b out by moving the last block into its slot.
 func (r *clockRing) remove(b *Buf) {
-	last := len(r.b) - 1
-	r.b[b.idx] = r.b[last]
-	r.b[b.idx].idx = b.idx
-	r.b[last] = nil
-	r.b = r.b[:last]
-	if r.hand >= len(r.b) {
-		r.hand = 0
+	if r.n == 1 {
+		r.hand = nil
+	} else {
+		if r.hand == b {
+			r.hand = b.next
+		}
+		b.prev.next, b.next.prev = b.next, b.prev
 	}
+	b.prev, b.next = nil, nil
+	r.n--
 }
 
-func (r *clockRing) current() *Buf {
-	if r.hand >= len(r.b) {
-		r.hand = 0
-	}
-	return r.b[r.hand]
-}
+func (r *clockRing) current() *Buf { return r.hand }
 
-func (r *clockRing) advance() {
-	r.hand++
-	if r.hand >= len(r.b) {
-		r.hand = 0
-	}
-}
+func (r *clockRing) advance() { r.hand = r.hand.next }
 
 // A Buf is one cached block. Its Data may be read by whoever holds it
 // (from View.Get until Release); it must be changed only under the
@@ -131,11 +135,12 @@ type Buf struct {
 	dirty    atomic.Bool
 	verified atomic.Uint64
 
-	// idx and protected are the block's place in its shard's rings,
-	// under the shard's mu; inMap is false once the block left the cache.
-	idx       int
-	protected bool
-	inMap     bool
+	// prev, next and protected are the block's place in its shard's
+	// rings, under the shard's mu; inMap is false once the block left the
+	// cache.
+	prev, next *Buf
+	protected  bool
+	inMap      bool
 }
 
 // Data returns the block's bytes, BlockSize long.
@@ -346,8 +351,8 @@ func (c *Cache) reserve(s *cacheShard, n int64) bool {
 // reports whether it did; mu is held.
 func (s *cacheShard) evictOne(c *Cache) bool {
 	protMax := c.limit / cacheShards * 3 / 4
-	for i := 3*(len(s.prob.b)+len(s.prot.b)) + 3; i > 0; i-- {
-		if len(s.prob.b) > 0 && (s.protBytes <= protMax || len(s.prot.b) == 0) {
+	for i := 3*(s.prob.len()+s.prot.len()) + 3; i > 0; i-- {
+		if s.prob.len() > 0 && (s.protBytes <= protMax || s.prot.len() == 0) {
 			b := s.prob.current()
 			switch {
 			case b.holds.Load() > 0 || b.dirty.Load():
@@ -365,7 +370,7 @@ func (s *cacheShard) evictOne(c *Cache) bool {
 			}
 			continue
 		}
-		if len(s.prot.b) == 0 {
+		if s.prot.len() == 0 {
 			return false
 		}
 		b := s.prot.current()

@@ -83,10 +83,12 @@ type dcache struct {
 
 type dcShard struct {
 	// mu protects the chains of the buckets b with b%dcShards == this
-	// shard's index, ring, hand and count.
+	// shard's index, and the CLOCK ring: a circular list through
+	// dentry.prev/rnext, hand its next victim, n its length. New dentries
+	// go just behind the hand.
 	mu    sync.Mutex
-	ring  []*dentry
-	hand  int
+	hand  *dentry
+	n     int
 	limit int
 
 	hits, negHits, misses, evictions atomic.Uint64
@@ -113,7 +115,8 @@ type dentry struct {
 	reval Revalidator // dir's, if it has one
 	next  atomic.Pointer[dentry]
 	ref   atomic.Bool
-	idx   int // place in the shard's ring, under its mu
+	// prev and rnext link the shard's ring, under its mu.
+	prev, rnext *dentry
 }
 
 func (c *dcache) init(size int) {
@@ -160,7 +163,7 @@ func (ns *Namespace) DentryCacheStats() DentryCacheStats {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		st.Entries += len(s.ring)
+		st.Entries += s.n
 		st.Limit += s.limit
 		s.mu.Unlock()
 		st.Hits += s.hits.Load()
@@ -267,25 +270,29 @@ func (c *dcache) insert(s *dcShard, b *atomic.Pointer[dentry], st *dcStripe, gen
 			return
 		}
 	}
-	if len(s.ring) >= s.limit {
+	if s.n >= s.limit {
 		c.evict(s)
 	}
 	e.next.Store(b.Load())
 	b.Store(e)
-	e.idx = len(s.ring)
-	s.ring = append(s.ring, e)
+	if s.hand == nil {
+		e.prev, e.rnext = e, e
+		s.hand = e
+	} else {
+		e.rnext, e.prev = s.hand, s.hand.prev
+		e.prev.rnext = e
+		s.hand.prev = e
+	}
+	s.n++
 }
 
 // evict drops one dentry by CLOCK; s.mu is held.
 func (c *dcache) evict(s *dcShard) {
-	for range 2*len(s.ring) + 1 {
-		if s.hand >= len(s.ring) {
-			s.hand = 0
-		}
-		e := s.ring[s.hand]
+	for range 2*s.n + 1 {
+		e := s.hand
 		if e.ref.Load() {
 			e.ref.Store(false)
-			s.hand++
+			s.hand = e.rnext
 			continue
 		}
 		c.unlink(s, e)
@@ -319,11 +326,16 @@ func (c *dcache) unlink(s *dcShard, e *dentry) {
 			}
 		}
 	}
-	last := len(s.ring) - 1
-	s.ring[e.idx] = s.ring[last]
-	s.ring[e.idx].idx = e.idx
-	s.ring[last] = nil
-	s.ring = s.ring[:last]
+	if s.n == 1 {
+		s.hand = nil
+	} else {
+		if s.hand == e {
+			s.hand = e.rnext
+		}
+		e.prev.rnext, e.rnext.prev = e.rnext, e.prev
+	}
+	e.prev, e.rnext = nil, nil
+	s.n--
 }
 
 // dchange is one namespace change in progress: up to two (dir, name)
@@ -395,12 +407,12 @@ func (c *dcache) forgetFS(fs FileSystem) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		for j := 0; j < len(s.ring); {
-			if e := s.ring[j]; e.fs == fs {
+		for e, k := s.hand, s.n; k > 0; k-- {
+			next := e.rnext
+			if e.fs == fs {
 				c.unlink(s, e)
-				continue // the last dentry moved into slot j
 			}
-			j++
+			e = next
 		}
 		s.mu.Unlock()
 	}
