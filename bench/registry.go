@@ -7,6 +7,7 @@ var experiments = []*Experiment{
 	daxExperiment,
 	pipeExperiment,
 	pipePingPongExperiment,
+	walkExperiment,
 }
 
 // Experiments returns every registered experiment, in run order.
