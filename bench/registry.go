@@ -5,6 +5,7 @@ package bench
 var experiments = []*Experiment{
 	zeroExperiment,
 	daxExperiment,
+	matrixExperiment,
 }
 
 // Experiments returns every registered experiment, in run order.
