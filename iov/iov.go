@@ -259,14 +259,7 @@ func (it *Iter) copyOutSlow(src []byte) int {
 		it.meta -= uint64(n)
 		return n
 	}
-	done := 0
-	for len(src) > 0 && it.cur > 0 {
-		n := copy(unsafe.Slice((*byte)(it.base), it.cur), src)
-		src = src[n:]
-		done += n
-		it.consume(n)
-	}
-	return done
+	return it.walk(walkCopyOut, src, min(len(src), it.Len()))
 }
 
 // CopyIn copies bytes from the iterator into dst (a write takes the
@@ -288,14 +281,7 @@ func (it *Iter) copyInSlow(dst []byte) int {
 		it.meta -= uint64(n)
 		return n
 	}
-	done := 0
-	for len(dst) > 0 && it.cur > 0 {
-		n := copy(dst, unsafe.Slice((*byte)(it.base), it.cur))
-		dst = dst[n:]
-		done += n
-		it.consume(n)
-	}
-	return done
+	return it.walk(walkCopyIn, dst, min(len(dst), it.Len()))
 }
 
 // Zero writes up to n zero bytes into the iterator and consumes them. It
@@ -316,12 +302,65 @@ func (it *Iter) zeroSlow(n int) int {
 		it.meta -= uint64(n)
 		return n
 	}
+	return it.walk(walkZero, nil, n)
+}
+
+// What walk does with each piece.
+const (
+	walkCopyOut = iota // copy from p into the segments
+	walkCopyIn         // copy from the segments into p
+	walkZero           // zero the segments
+)
+
+// walk is the segment loop of the vector helpers: it applies op to the
+// next n bytes (n <= Len, and n <= len(p) for the copies), segment by
+// segment, and consumes them. The cursor lives in local variables and is
+// stored back once, and the step to the next segment is inline: with
+// consume and load as calls, each segment cost three calls and the
+// reloads after them, about 6 ns, which made a 1024 x 1 B vector
+// slower to zero than 1024 scalar reads of /dev/zero.
+func (it *Iter) walk(op int, p []byte, n int) int {
+	base, cur, next, meta := it.base, it.cur, it.next, it.meta
 	done := 0
-	for done < n && it.cur > 0 {
-		k := min(n-done, it.cur)
-		clear(unsafe.Slice((*byte)(it.base), k))
+	for done < n && cur > 0 {
+		k := min(n-done, cur)
+		seg := unsafe.Slice((*byte)(base), k)
+		switch op {
+		case walkCopyOut:
+			copy(seg, p[done:])
+		case walkCopyIn:
+			copy(p[done:], seg)
+		default:
+			clear(seg)
+		}
 		done += k
-		it.consume(k)
+		meta -= uint64(k)
+		cur -= k
+		if cur > 0 {
+			base = unsafe.Add(base, k)
+			continue
+		}
+		base = nil
+		for cur == 0 { // load the next non-empty segment, as load does
+			left := int(meta>>segShift) & segMask
+			count := int(meta & countMask)
+			if left == 0 || count == 0 {
+				next = nil
+				break
+			}
+			s := *next
+			left--
+			if left > 0 {
+				next = (*[]byte)(unsafe.Add(unsafe.Pointer(next), sliceSize))
+			} else {
+				next = nil
+			}
+			meta = meta&^(segMask<<segShift) | uint64(left)<<segShift
+			if len(s) > 0 {
+				base, cur = unsafe.Pointer(unsafe.SliceData(s)), min(len(s), count)
+			}
+		}
 	}
+	it.base, it.cur, it.next, it.meta = base, cur, next, meta
 	return done
 }

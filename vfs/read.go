@@ -78,6 +78,20 @@ func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
 // preadv(2) does. A negative off gives EINVAL; a file that cannot seek
 // gives ESPIPE.
 func (p *Proc) Preadv(fd int, iovs [][]byte, off int64) (int, error) {
+	if len(iovs) == 1 && len(iovs[0]) != 0 {
+		// One non-empty segment is Pread, written out here so that it
+		// costs no extra call: the same checks in the same order
+		// (fileAt, then EINVAL for a range past the largest offset or a
+		// driver without a read method), and no iterator to build.
+		f, err := p.fileAt(fd, off, fmRead)
+		if err != nil {
+			return 0, err
+		}
+		if err := verifyArea(off, len(iovs[0])); err != nil {
+			return 0, err
+		}
+		return f.readBuf(iovs[0], off)
+	}
 	if off < 0 {
 		return 0, errEINVAL // only preadv2 reads -1 as the file position
 	}

@@ -76,6 +76,23 @@ func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
 // Pwritev is Writev at offset off, leaving the file position alone, as
 // pwritev(2) does.
 func (p *Proc) Pwritev(fd int, iovs [][]byte, off int64) (int, error) {
+	if len(iovs) == 1 && len(iovs[0]) != 0 {
+		// One non-empty segment is Pwrite, written out as in Preadv:
+		// the same checks in the same order, and O_APPEND appends.
+		f, err := p.fileAt(fd, off, fmWrite)
+		if err != nil {
+			return 0, err
+		}
+		b := iovs[0]
+		if err := verifyArea(off, len(b)); err != nil {
+			return 0, err
+		}
+		if f.mode&fmAppend != 0 && f.app != nil {
+			_, n, err := f.app.Append(iov.Buf(b))
+			return fixCount(n, err)
+		}
+		return f.writeBuf(b, off)
+	}
 	if off < 0 {
 		return 0, errEINVAL // only pwritev2 reads -1 as the file position
 	}
