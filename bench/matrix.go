@@ -38,14 +38,15 @@ var matrixExperiment = &Experiment{
 	Defaults: Params{Loops: 10, Ops: 1, Size: 1},
 	Unit:     "calls",
 	Describe: func(p Params) string {
-		return fmt.Sprintf("every cell (driver x segments x size, up to %d MiB per call) runs its vectored call and its loop of scalar calls, ~%s each, back to back",
-			matrixFileSize>>20, p.Extra["cell-time"])
+		return fmt.Sprintf("every cell (driver x segments x size, up to %d MiB per call) runs its vectored call and its loop of scalar calls, ~%s each, back to back, at offsets walking the first %s of a 64 MiB file",
+			matrixFileSize>>20, p.Extra["cell-time"], p.Extra["window"])
 	},
 	Flags: []Flag{
 		{Name: "drivers", Default: strings.Join(MatrixDriverNames(), ","), Usage: "matrix drivers to measure, comma-separated"},
 		{Name: "segments", Default: "1,2,8,16,64,1024", Usage: "matrix segment counts, comma-separated"},
 		{Name: "sizes", Default: "1,512,4K,64K", Usage: "matrix segment sizes in bytes (K, M suffixes), comma-separated"},
 		{Name: "cell-time", Default: "3ms", Usage: "matrix: time each variant of a cell runs per round"},
+		{Name: "window", Default: "1M", Usage: "matrix: the calls of a cell walk the first WINDOW bytes of the file (or one call's worth if more), so small cells measure the call paths from cache rather than memory bandwidth; 64M streams"},
 	},
 	Variants: []Variant{
 		{Name: "preadv", Doc: "one Preadv over N segments"},
@@ -66,6 +67,8 @@ type Matrix struct {
 	Cells []*MatrixCell
 	// CellTime is the calibration target per variant per round.
 	CellTime time.Duration
+	// Window is the part of the file the calls of a cell walk.
+	Window int
 }
 
 // MatrixCell is one cell: a driver, an operation and a vector shape.
@@ -84,10 +87,11 @@ type MatrixCell struct {
 	// Ratio is Vectored over Scalar, paired by round.
 	Ratio Ratio
 
-	t   *matrixTarget
-	buf []byte
-	vec [][]byte
-	off int64
+	t      *matrixTarget
+	buf    []byte
+	vec    [][]byte
+	off    int64
+	window int64 // calls walk [0, window)
 }
 
 // Total returns the bytes one call moves.
@@ -169,6 +173,11 @@ func matrixPlan(p Params) (m *Matrix, drivers []*MatrixDriver, ops []int, err er
 	if m.CellTime, err = time.ParseDuration(p.Extra["cell-time"]); err != nil || m.CellTime <= 0 {
 		return nil, nil, nil, fmt.Errorf("--cell-time %q: want a duration such as 3ms", p.Extra["cell-time"])
 	}
+	if w, err := parseSize(p.Extra["window"]); err != nil || w > matrixFileSize {
+		return nil, nil, nil, fmt.Errorf("--window %q: want a size up to 64M", p.Extra["window"])
+	} else {
+		m.Window = int(w)
+	}
 	for i, o := range matrixOps {
 		if len(p.Variants) == 0 || slices.Contains(p.Variants, o.vectored) || slices.Contains(p.Variants, o.scalar) {
 			ops = append(ops, i)
@@ -201,7 +210,8 @@ func matrixCells(m *Matrix, drivers []*MatrixDriver, ops []int, env *matrixEnv, 
 					if segs*size > matrixFileSize {
 						continue
 					}
-					c := &MatrixCell{Driver: d.Name, Op: matrixOps[oi].name, Segments: segs, Size: size, Native: t.native, t: t}
+					c := &MatrixCell{Driver: d.Name, Op: matrixOps[oi].name, Segments: segs, Size: size, Native: t.native, t: t,
+						window: int64(max(m.Window, segs*size))}
 					c.buf = make([]byte, segs*size)
 					if c.Op == "write" {
 						copy(c.buf, matrixData(len(c.buf)))
@@ -241,11 +251,12 @@ func (c *MatrixCell) want() int {
 }
 
 // next returns the offset of the next call and advances it: calls walk
-// the file from its start, wrapping before they would pass its end.
+// the window from the file's start, wrapping before they would pass its
+// end.
 func (c *MatrixCell) next() int64 {
 	off := c.off
 	c.off += int64(c.Total())
-	if c.off+int64(c.Total()) > matrixFileSize {
+	if c.off+int64(c.Total()) > c.window {
 		c.off = 0
 	}
 	return off

@@ -324,7 +324,12 @@ func matrixLoopHostDax(env *matrixEnv) (*matrixTarget, error) {
 		return done, nil
 	}
 	return &matrixTarget{
-		preadv: func(v [][]byte, off int64) (int, error) { return copyRange(iov.Vec(v), off) },
+		preadv: func(v [][]byte, off int64) (int, error) {
+			if len(v) == 1 { // one segment is a single buffer, as the VFS makes it
+				return copyRange(iov.Buf(v[0]), off)
+			}
+			return copyRange(iov.Vec(v), off)
+		},
 		pread:  func(b []byte, off int64) (int, error) { return copyRange(iov.Buf(b), off) },
 		native: true,
 		close:  func() error { return errors.Join(b.Release(), p.Close(lfd)) },

@@ -123,6 +123,7 @@ type MatrixJSON struct {
 	Segments        []int            `json:"segments"`
 	Sizes           []int            `json:"sizes"`
 	CellTimeSeconds float64          `json:"cell_time_seconds"`
+	Window          int              `json:"window"`
 	Cells           []MatrixCellJSON `json:"cells"`
 	Summary         string           `json:"summary"`
 }
@@ -141,7 +142,7 @@ type MatrixCellJSON struct {
 }
 
 func (m *Matrix) json() *MatrixJSON {
-	x := &MatrixJSON{Drivers: m.Drivers, Segments: m.Segments, Sizes: m.Sizes, CellTimeSeconds: m.CellTime.Seconds(), Cells: []MatrixCellJSON{}, Summary: MatrixSummary(m)}
+	x := &MatrixJSON{Drivers: m.Drivers, Segments: m.Segments, Sizes: m.Sizes, CellTimeSeconds: m.CellTime.Seconds(), Window: m.Window, Cells: []MatrixCellJSON{}, Summary: MatrixSummary(m)}
 	for _, c := range m.Cells {
 		r := c.Ratio
 		x.Cells = append(x.Cells, MatrixCellJSON{

@@ -54,7 +54,7 @@ func sampleCells() [][2]int {
 }
 
 func newCell(name string, t *matrixTarget, op string, segs, size int) *MatrixCell {
-	c := &MatrixCell{Driver: name, Op: op, Segments: segs, Size: size, t: t}
+	c := &MatrixCell{Driver: name, Op: op, Segments: segs, Size: size, t: t, window: matrixFileSize}
 	c.buf = make([]byte, segs*size)
 	c.vec = make([][]byte, segs)
 	for i := range c.vec {
@@ -272,6 +272,7 @@ func TestMatrixFlags(t *testing.T) {
 		{"segments", "1025", "1 to 1024"},
 		{"sizes", "x", "--sizes"},
 		{"cell-time", "soon", "--cell-time"},
+		{"window", "65M", "--window"},
 	} {
 		p := Params{Loops: 1, Extra: map[string]string{c.flag: c.value}}
 		_, err := Run(Lookup("matrix"), p, Options{})

@@ -92,10 +92,23 @@ func (p *Proc) Preadv(fd int, iovs [][]byte, off int64) (int, error) {
 		}
 		return f.readBuf(iovs[0], off)
 	}
-	if off < 0 {
-		return 0, errEINVAL // only preadv2 reads -1 as the file position
+	// Preadv2's path with no flags, without the call: fileAt refuses a
+	// negative off (only preadv2 reads -1 as the file position).
+	f, err := p.fileAt(fd, off, fmRead)
+	if err != nil {
+		return 0, err
 	}
-	return p.Preadv2(fd, iovs, off, 0)
+	if f.rd == nil && f.ird == nil {
+		return 0, errEINVAL
+	}
+	it, segs, err := iov.Import(iovs)
+	if err != nil || segs == 0 {
+		return 0, err
+	}
+	if err := verifyArea(off, it.Len()); err != nil {
+		return 0, err
+	}
+	return f.readIter(it, segs, off)
 }
 
 // Preadv2 is Preadv with RWF_* flags, as preadv2(2). An off of -1 means the
@@ -111,6 +124,9 @@ func (p *Proc) Preadv2(fd int, iovs [][]byte, off int64, flags int) (int, error)
 			return 0, errEBADF
 		}
 		return f.readvPos(iovs, flags)
+	}
+	if flags == 0 {
+		return p.Preadv(fd, iovs, off)
 	}
 	f, err := p.fileAt(fd, off, fmRead)
 	if err != nil {

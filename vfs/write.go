@@ -93,10 +93,27 @@ func (p *Proc) Pwritev(fd int, iovs [][]byte, off int64) (int, error) {
 		}
 		return f.writeBuf(b, off)
 	}
-	if off < 0 {
-		return 0, errEINVAL // only pwritev2 reads -1 as the file position
+	// Pwritev2's path with no flags, without the call: fileAt refuses a
+	// negative off (only pwritev2 reads -1 as the file position).
+	f, err := p.fileAt(fd, off, fmWrite)
+	if err != nil {
+		return 0, err
 	}
-	return p.Pwritev2(fd, iovs, off, 0)
+	if f.wr == nil && f.iwr == nil {
+		return 0, errEINVAL
+	}
+	it, segs, err := iov.Import(iovs)
+	if err != nil || segs == 0 {
+		return 0, err
+	}
+	if err := verifyArea(off, it.Len()); err != nil {
+		return 0, err
+	}
+	if f.appends(0) {
+		_, n, err := f.app.Append(it)
+		return fixCount(n, err)
+	}
+	return f.writeIter(it, segs, off)
 }
 
 // Pwritev2 is Pwritev with RWF_* flags, as pwritev2(2). An off of -1 means
@@ -110,6 +127,9 @@ func (p *Proc) Pwritev2(fd int, iovs [][]byte, off int64, flags int) (int, error
 			return 0, errEBADF
 		}
 		return f.writevPos(iovs, flags)
+	}
+	if flags == 0 {
+		return p.Pwritev(fd, iovs, off)
 	}
 	f, err := p.fileAt(fd, off, fmWrite)
 	if err != nil {
