@@ -8,6 +8,7 @@ var experiments = []*Experiment{
 	pipeExperiment,
 	pipePingPongExperiment,
 	walkExperiment,
+	matrixExperiment,
 }
 
 // Experiments returns every registered experiment, in run order.
