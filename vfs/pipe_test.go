@@ -546,3 +546,74 @@ func TestPollTimeouts(t *testing.T) {
 	}
 	p.Close(r)
 }
+
+// TestPipeManyReadersWriters has several blocked readers and writers on
+// one pipe at once: no wake-up may be lost (the test would hang), every
+// byte written is read once, and the last writer's close ends every read.
+func TestPipeManyReadersWriters(t *testing.T) {
+	checkGoroutines(t)
+	p := newPipeProc(t)
+	r, w := pipe2(t, p, 0)
+	const writers, readers = 4, 4
+	per := 2000
+	if raceEnabled {
+		per = 200
+	}
+	var wsum, rsum [writers + readers]uint64
+	var wn, rn [writers + readers]int
+	done := make(chan int, writers+readers)
+	for i := range writers {
+		go func() {
+			buf := make([]byte, 9000)
+			for j := range per {
+				n := 1 + (i*7919+j*104729)%len(buf)
+				for k := range n {
+					buf[k] = byte(i + j + k)
+					wsum[i] += uint64(buf[k])
+				}
+				if m, err := p.Write(w, buf[:n]); m != n || err != nil {
+					t.Errorf("write = %d, %v; want %d", m, err, n)
+					break
+				}
+				wn[i] += n
+			}
+			done <- i
+		}()
+	}
+	for i := range readers {
+		go func() {
+			buf := make([]byte, 1+i*3000)
+			for {
+				n, err := p.Read(r, buf)
+				if err != nil {
+					t.Errorf("read: %v", err)
+					break
+				}
+				if n == 0 {
+					break
+				}
+				for _, c := range buf[:n] {
+					rsum[i] += uint64(c)
+				}
+				rn[i] += n
+			}
+			done <- writers + i
+		}()
+	}
+	for range writers {
+		<-done
+	}
+	p.Close(w) // the only write descriptor: every reader now sees the end
+	for range readers {
+		<-done
+	}
+	p.Close(r)
+	var tw, tr int
+	var sw, sr uint64
+	for i := range wn {
+		tw, tr, sw, sr = tw+wn[i], tr+rn[i], sw+wsum[i], sr+rsum[i]
+	}
+	if tw != tr || sw != sr {
+		t.Fatalf("written %d bytes (sum %d), read %d (sum %d)", tw, sw, tr, sr)
+	}
+}
