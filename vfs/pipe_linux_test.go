@@ -99,8 +99,11 @@ func (v vfsPipes) write(fd int, b []byte) (int, error)    { return v.p.Write(fd,
 func (v vfsPipes) writev(fd int, b [][]byte) (int, error) { return v.p.Writev(fd, b) }
 func (v vfsPipes) close(fd int) error                     { return v.p.Close(fd) }
 func (v vfsPipes) dup(fd int) (int, error)                { return v.p.Dup(fd) }
-func (v vfsPipes) setfl(fd, flags int) error              { return vfs.SetFileFlags(v.p, fd, flags) }
-func (v vfsPipes) fcntl(fd, cmd, arg int) (int, error)    { return vfs.PipeFcntl(v.p, fd, cmd, arg) }
+func (v vfsPipes) setfl(fd, flags int) error {
+	_, err := v.p.Fcntl(fd, unix.F_SETFL, flags)
+	return err
+}
+func (v vfsPipes) fcntl(fd, cmd, arg int) (int, error) { return v.p.Fcntl(fd, cmd, arg) }
 func (v vfsPipes) fionread(fd int) (int, error) {
 	var n int
 	_, err := v.p.Ioctl(fd, unix.TIOCINQ, &n)
