@@ -7,6 +7,8 @@ var experiments = []*Experiment{
 	daxExperiment,
 	pipeExperiment,
 	pipePingPongExperiment,
+	walkExperiment,
+	matrixExperiment,
 }
 
 // Experiments returns every registered experiment, in run order.

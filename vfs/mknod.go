@@ -71,6 +71,7 @@ func (p *Proc) mknodIn(dir location, name string, trailing bool, mode uint32, de
 		return unix.EPERM // CAP_MKNOD; a whiteout (0:0) needs none
 	}
 	perm := c.stripSgid(dir.node, typ|mode&0o7777) & 0o7777 &^ p.umask.Load()
+	defer p.ns.dcache.invalidate(dir.node, name).done()
 	if typ == unix.S_IFREG {
 		if cr, ok := dir.node.(Creator); ok {
 			_, err := cr.Create(name, perm, c.fsCred())

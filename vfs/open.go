@@ -170,7 +170,9 @@ func (p *Proc) lookupForOpen(w *walker, cur location, path string, flags int, pe
 			return location{}, false, unix.EPERM
 		}
 		mode := c.stripSgid(dir.node, unix.S_IFREG|perm&0o7777) & 0o7777 &^ p.umask.Load()
+		ch := p.ns.dcache.invalidate(dir.node, name)
 		n, err := cr.Create(name, mode, c.fsCred())
+		ch.done()
 		if err != nil {
 			return location{}, false, err
 		}

@@ -405,9 +405,33 @@ type Mknoder interface {
 // once a queue has held as many waiters before.
 //
 // Because a Poller's calls may block, the VFS holds a reference to the
-// open file for the duration of every read and write on it, as Linux's
-// fdget does for a shared table: a Release that a concurrent close
-// triggers runs after the calls in progress return, not under them.
+// open file for the duration of each read and write at the file position
+// (read, readv, write, writev, preadv2 and pwritev2 at offset -1), as
+// Linux's fdget does for a shared table: a Release that a concurrent close
+// triggers runs after those calls return, not under them. (Positioned
+// calls do not hold one yet; pipes, the only Pollers so far, refuse them
+// with ESPIPE.)
 type Poller interface {
 	Poll(events uint32, w *PollWaiter) uint32
+}
+
+// Revalidator is a directory whose entries can change without the VFS
+// seeing it, such as a pass-through to a live host tree (hostfs). The
+// dentry cache (dcache.go) remembers what Lookup answered for a name;
+// before it uses that answer again it calls Revalidate with the name and
+// the node it remembers (nil for a remembered ENOENT). Revalidate reports
+// whether the answer still holds; false drops it and the VFS calls Lookup
+// again, as Linux's d_revalidate. A directory whose entries must never be
+// cached returns false always. Revalidate may be called concurrently and
+// must not call back into the VFS.
+type Revalidator interface {
+	Revalidate(name string, child Node) bool
+}
+
+// FileTyper is a Node that reports its file type, the S_IFMT bits of
+// Stat's Mode, without building a Stat. A node's type never changes. The
+// path walk asks it of every directory it passes through, so a file
+// system whose Stat takes a lock or does I/O should implement it.
+type FileTyper interface {
+	FileType() uint32
 }

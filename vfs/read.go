@@ -84,10 +84,37 @@ func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
 // preadv(2) does. A negative off gives EINVAL; a file that cannot seek
 // gives ESPIPE.
 func (p *Proc) Preadv(fd int, iovs [][]byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, errEINVAL // only preadv2 reads -1 as the file position
+	if len(iovs) == 1 && len(iovs[0]) != 0 {
+		// One non-empty segment is Pread, written out here so that it
+		// costs no extra call: the same checks in the same order
+		// (fileAt, then EINVAL for a range past the largest offset or a
+		// driver without a read method), and no iterator to build.
+		f, err := p.fileAt(fd, off, fmRead)
+		if err != nil {
+			return 0, err
+		}
+		if err := verifyArea(off, len(iovs[0])); err != nil {
+			return 0, err
+		}
+		return f.readBuf(iovs[0], off)
 	}
-	return p.Preadv2(fd, iovs, off, 0)
+	// Preadv2's path with no flags, without the call: fileAt refuses a
+	// negative off (only preadv2 reads -1 as the file position).
+	f, err := p.fileAt(fd, off, fmRead)
+	if err != nil {
+		return 0, err
+	}
+	if f.rd == nil && f.ird == nil {
+		return 0, errEINVAL
+	}
+	it, segs, err := iov.Import(iovs)
+	if err != nil || segs == 0 {
+		return 0, err
+	}
+	if err := verifyArea(off, it.Len()); err != nil {
+		return 0, err
+	}
+	return f.readIter(it, segs, off)
 }
 
 // Preadv2 is Preadv with RWF_* flags, as preadv2(2). An off of -1 means the
@@ -106,6 +133,9 @@ func (p *Proc) Preadv2(fd int, iovs [][]byte, off int64, flags int) (int, error)
 			return f.heldReadv(iovs, flags)
 		}
 		return f.readvPos(iovs, flags)
+	}
+	if flags == 0 {
+		return p.Preadv(fd, iovs, off)
 	}
 	f, err := p.fileAt(fd, off, fmRead)
 	if err != nil {

@@ -82,10 +82,44 @@ func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
 // Pwritev is Writev at offset off, leaving the file position alone, as
 // pwritev(2) does.
 func (p *Proc) Pwritev(fd int, iovs [][]byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, errEINVAL // only pwritev2 reads -1 as the file position
+	if len(iovs) == 1 && len(iovs[0]) != 0 {
+		// One non-empty segment is Pwrite, written out as in Preadv:
+		// the same checks in the same order, and O_APPEND appends.
+		f, err := p.fileAt(fd, off, fmWrite)
+		if err != nil {
+			return 0, err
+		}
+		b := iovs[0]
+		if err := verifyArea(off, len(b)); err != nil {
+			return 0, err
+		}
+		if f.appending() && f.app != nil {
+			_, n, err := f.app.Append(iov.Buf(b))
+			return fixCount(n, err)
+		}
+		return f.writeBuf(b, off)
 	}
-	return p.Pwritev2(fd, iovs, off, 0)
+	// Pwritev2's path with no flags, without the call: fileAt refuses a
+	// negative off (only pwritev2 reads -1 as the file position).
+	f, err := p.fileAt(fd, off, fmWrite)
+	if err != nil {
+		return 0, err
+	}
+	if f.wr == nil && f.iwr == nil {
+		return 0, errEINVAL
+	}
+	it, segs, err := iov.Import(iovs)
+	if err != nil || segs == 0 {
+		return 0, err
+	}
+	if err := verifyArea(off, it.Len()); err != nil {
+		return 0, err
+	}
+	if f.appends(0) {
+		_, n, err := f.app.Append(it)
+		return fixCount(n, err)
+	}
+	return f.writeIter(it, segs, off)
 }
 
 // Pwritev2 is Pwritev with RWF_* flags, as pwritev2(2). An off of -1 means
@@ -102,6 +136,9 @@ func (p *Proc) Pwritev2(fd int, iovs [][]byte, off int64, flags int) (int, error
 			return f.heldWritev(iovs, flags)
 		}
 		return f.writevPos(iovs, flags)
+	}
+	if flags == 0 {
+		return p.Pwritev(fd, iovs, off)
 	}
 	f, err := p.fileAt(fd, off, fmWrite)
 	if err != nil {

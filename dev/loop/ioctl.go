@@ -191,6 +191,7 @@ func (d *Device) resize(backing int64) {
 	size &^= 511 // a capacity in 512-byte sectors
 	d.size.Store(size)
 	d.setupDirect(size)
+	block.Invalidate(d, 0, -1) // new binding, offset or capacity: invalidate_bdev
 }
 
 // setupDirect makes the direct-access view of [offset, offset+size) of
@@ -329,5 +330,6 @@ func (d *Device) setBlockSize(bs int) error {
 		return errEINVAL
 	}
 	d.ssize.Store(int32(bs))
+	block.Invalidate(d, 0, -1)
 	return nil
 }
