@@ -2,9 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
-	"context"
 	"io/fs"
 	"os"
 	"os/exec"
