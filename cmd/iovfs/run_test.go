@@ -227,3 +227,37 @@ func tree(t *testing.T, dir string) string {
 	})
 	return b.String()
 }
+
+// TestRunC builds testdata/c/fsops.c with wasi-libc (Debian's clang,
+// lld, wasi-libc and libclang-rt-dev-wasm32) and for the host, and
+// checks that iovfs run prints what the host build prints.
+func TestRunC(t *testing.T) {
+	clang := ""
+	for _, c := range []string{"clang", "clang-14", "clang-16", "clang-19"} {
+		if p, err := exec.LookPath(c); err == nil {
+			clang = p
+			break
+		}
+	}
+	if clang == "" {
+		t.Skip("no clang: apt-get install clang lld wasi-libc libclang-rt-dev-wasm32")
+	}
+	dir := t.TempDir()
+	wasm := filepath.Join(dir, "fsops.wasm")
+	if b, err := exec.Command(clang, "--target=wasm32-wasi", "-O2", "-fuse-ld=lld", "-o", wasm, "testdata/c/fsops.c").CombinedOutput(); err != nil {
+		t.Skipf("no wasi-libc toolchain: %v\n%s", err, b)
+	}
+	native := filepath.Join(dir, "fsops")
+	if b, err := exec.Command("cc", "-o", native, "testdata/c/fsops.c").CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, b)
+	}
+	hostDir, iovfsDir := t.TempDir(), t.TempDir()
+	want, err := exec.Command(native, hostDir).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := iovfsRun(t, "--mount", iovfsDir+":/d", wasm, "/d")
+	if code != 0 || out != string(want) {
+		t.Fatalf("status %d, stderr %q\niovfs:\n%s\nhost:\n%s", code, stderr, out, want)
+	}
+}
