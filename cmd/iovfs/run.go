@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 
@@ -116,28 +117,25 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	var cfg wasi.Config
 	b := preopenBuilder{p: p}
+	var reqs []request
 	for _, m := range mounts {
-		err = b.mount(m)
-		if err != nil {
-			fmt.Fprintf(stderr, "iovfs run: invalid mount %q: %v\n", m, err)
-			return 1
-		}
+		reqs = append(reqs, request{"mount", m, b.mount})
 	}
 	for _, m := range tmpfss {
-		if err := b.tmpfs(m); err != nil {
-			fmt.Fprintf(stderr, "iovfs run: invalid tmpfs %q: %v\n", m, err)
-			return 1
-		}
+		reqs = append(reqs, request{"tmpfs", m, b.tmpfs})
 	}
 	for _, m := range images {
-		if err := b.image(m); err != nil {
-			fmt.Fprintf(stderr, "iovfs run: invalid image %q: %v\n", m, err)
-			return 1
-		}
+		reqs = append(reqs, request{"image", m, b.image})
 	}
 	if *dev {
-		if err := b.dev(); err != nil {
-			fmt.Fprintf(stderr, "iovfs run: /dev: %v\n", err)
+		reqs = append(reqs, request{"dev", "/dev", func(string) error { return b.dev() }})
+	}
+	// Outer guest paths first, so that an inner one (--tmpfs /tmp under
+	// --mount /:/) is mounted inside it.
+	sort.SliceStable(reqs, func(i, j int) bool { return depth(guestOf(reqs[i])) < depth(guestOf(reqs[j])) })
+	for _, r := range reqs {
+		if err := r.do(r.spec); err != nil {
+			fmt.Fprintf(stderr, "iovfs run: invalid %s %q: %v\n", r.kind, r.spec, err)
 			return 1
 		}
 	}
@@ -205,30 +203,97 @@ func cacheDirFor(dir string) string {
 type preopenBuilder struct {
 	p        *vfs.Proc
 	preopens []wasi.Preopen
+	made     int // directories made under /run/wasi
 }
 
-// next makes the directory for the next preopen.
-func (b *preopenBuilder) next(guest string) (string, error) {
-	if guest == "" || !strings.HasPrefix(guest, "/") {
-		return "", fmt.Errorf("guest path %q is not absolute", guest)
+// request is one preopen flag.
+type request struct {
+	kind, spec string
+	do         func(string) error
+}
+
+// guestOf is the guest path a flag names.
+func guestOf(r request) string {
+	switch r.kind {
+	case "tmpfs":
+		g, _, _ := strings.Cut(r.spec, ":")
+		return g
+	case "dev":
+		return "/dev"
 	}
-	if len(b.preopens) == 0 {
+	parts := strings.Split(r.spec, ":")
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return parts[1]
+}
+
+// depth counts a path's components.
+func depth(p string) int {
+	n := 0
+	for _, c := range strings.Split(p, "/") {
+		if c != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// next returns where the file system for guest goes. Inside a preopen
+// already made (--tmpfs /tmp under --mount /:/), it is that preopen's
+// directory for guest, which must exist, and nested is true: the guest
+// reaches it through the outer preopen, so that absolute symlinks and ".."
+// resolve as in one tree. Otherwise it is a new directory /run/wasi/N of
+// the process's namespace, to be preopened as guest.
+func (b *preopenBuilder) next(guest string) (dir string, nested bool, err error) {
+	if guest == "" || !strings.HasPrefix(guest, "/") {
+		return "", false, fmt.Errorf("guest path %q is not absolute", guest)
+	}
+	guest = filepath.Clean(guest)
+	best := -1
+	for i, po := range b.preopens {
+		if po.Guest == "/" || guest == po.Guest || strings.HasPrefix(guest, po.Guest+"/") {
+			if best < 0 || len(po.Guest) > len(b.preopens[best].Guest) {
+				best = i
+			}
+		}
+	}
+	if best >= 0 {
+		po := b.preopens[best]
+		if guest == po.Guest {
+			return "", false, fmt.Errorf("%s is given twice", guest)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(guest, po.Guest), "/")
+		dir = filepath.Join(po.Path, rel)
+		st, err := b.p.Stat(dir)
+		if err != nil {
+			return "", false, fmt.Errorf("no mount point for %s: %w", guest, err)
+		}
+		if !st.IsDir() {
+			return "", false, fmt.Errorf("mount point for %s is not a directory", guest)
+		}
+		return dir, true, nil
+	}
+	if b.made == 0 {
 		if err := b.p.Mkdir("/run", 0o755); err != nil {
-			return "", err
+			return "", false, err
 		}
 		if err := b.p.Mkdir("/run/wasi", 0o755); err != nil {
-			return "", err
+			return "", false, err
 		}
 	}
-	dir := fmt.Sprintf("/run/wasi/%d", len(b.preopens))
+	dir = fmt.Sprintf("/run/wasi/%d", b.made)
+	b.made++
 	if err := b.p.Mkdir(dir, 0o755); err != nil {
-		return "", err
+		return "", false, err
 	}
-	return dir, nil
+	return dir, false, nil
 }
 
-func (b *preopenBuilder) add(dir, guest string) {
-	b.preopens = append(b.preopens, wasi.Preopen{Path: dir, Guest: guest})
+func (b *preopenBuilder) add(dir, guest string, nested bool) {
+	if !nested {
+		b.preopens = append(b.preopens, wasi.Preopen{Path: dir, Guest: filepath.Clean(guest)})
+	}
 }
 
 // mount is --mount HOSTDIR:GUESTPATH[:ro]: hostfs with xdev, so a mount
@@ -250,28 +315,28 @@ func (b *preopenBuilder) mount(spec string) error {
 	if err != nil {
 		return err
 	}
-	dir, err := b.next(parts[1])
+	dir, nested, err := b.next(parts[1])
 	if err != nil {
 		return err
 	}
 	if err := b.p.Mount(host, dir, "hostfs", flags, "xdev"); err != nil {
 		return err
 	}
-	b.add(dir, parts[1])
+	b.add(dir, parts[1], nested)
 	return nil
 }
 
 // tmpfs is --tmpfs GUESTPATH[:size=N].
 func (b *preopenBuilder) tmpfs(spec string) error {
 	guest, opts, _ := strings.Cut(spec, ":")
-	dir, err := b.next(guest)
+	dir, nested, err := b.next(guest)
 	if err != nil {
 		return err
 	}
 	if err := b.p.Mount("tmpfs", dir, "tmpfs", 0, opts); err != nil {
 		return err
 	}
-	b.add(dir, guest)
+	b.add(dir, guest, nested)
 	return nil
 }
 
@@ -318,14 +383,14 @@ func (b *preopenBuilder) image(spec string) error {
 		Info: unix.LoopInfo64{Flags: unix.LO_FLAGS_READ_ONLY | unix.LO_FLAGS_AUTOCLEAR}}); err != nil {
 		return err
 	}
-	dir, err := b.next(parts[1])
+	dir, nested, err := b.next(parts[1])
 	if err != nil {
 		return err
 	}
 	if err := p.Mount(loopDev, dir, "ext4", unix.MS_RDONLY, data); err != nil {
 		return err
 	}
-	b.add(dir, parts[1])
+	b.add(dir, parts[1], nested)
 	return nil
 }
 
@@ -341,14 +406,14 @@ func (b *preopenBuilder) dev() error {
 			return err
 		}
 	}
-	dir, err := b.next("/dev")
+	dir, nested, err := b.next("/dev")
 	if err != nil {
 		return err
 	}
 	if err := b.p.Namespace().MountFS(dir, d, false); err != nil {
 		return err
 	}
-	b.add(dir, "/dev")
+	b.add(dir, "/dev", nested)
 	return nil
 }
 
