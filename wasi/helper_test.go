@@ -25,7 +25,8 @@ type guest struct {
 // allWASI are the functions every test guest imports.
 var allWASI = []string{"fd_read", "fd_write", "fd_pread", "fd_pwrite", "fd_seek", "fd_close", "path_open",
 	"path_create_directory", "path_filestat_get", "path_unlink_file", "path_symlink", "fd_readdir",
-	"fd_prestat_get", "fd_prestat_dir_name", "fd_fdstat_get", "poll_oneoff"}
+	"fd_prestat_get", "fd_prestat_dir_name", "fd_fdstat_get", "poll_oneoff",
+	"fd_renumber", "fd_fdstat_set_flags", "fd_allocate", "fd_filestat_get"}
 
 // newGuest instantiates a guest of 4 pages in a runtime whose wasi module
 // is this package's on p (or wazero's own when p is nil, with cfg's FS).

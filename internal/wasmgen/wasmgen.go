@@ -220,6 +220,10 @@ func init() {
 		{"fd_prestat_dir_name", []api.ValueType{i32, i32, i32}},
 		{"fd_fdstat_get", []api.ValueType{i32, i32}},
 		{"poll_oneoff", []api.ValueType{i32, i32, i32, i32}},
+		{"fd_renumber", []api.ValueType{i32, i32}},
+		{"fd_fdstat_set_flags", []api.ValueType{i32, i32}},
+		{"fd_allocate", []api.ValueType{i32, i64, i64}},
+		{"fd_filestat_get", []api.ValueType{i32, i32}},
 	} {
 		WASI[f.name] = Import{Module: "wasi_snapshot_preview1", Name: f.name, Params: f.params, Results: []api.ValueType{i32}}
 	}
