@@ -1,6 +1,8 @@
 package vfs
 
 import (
+	"time"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -243,7 +245,7 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 	if trunc {
 		// Linux truncates in the VFS (handle_truncate), after the checks
 		// above; a caller without CAP_FSETID loses the set-ID bits.
-		if err := setattr(loc.node, c.killPriv(st, SetAttr{Valid: SetSize, Size: 0})); err != nil {
+		if err := setattr(loc.node, c.killPriv(st, SetAttr{Valid: SetSize | SetMtime, Size: 0, Mtime: time.Now()})); err != nil {
 			if r, ok := h.(Releaser); ok {
 				r.Release()
 			}
@@ -251,6 +253,9 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 		}
 	}
 	f := newFile(loc.node, h, flags)
+	if writes && typ == unix.S_IFREG {
+		f.mode |= fmKillPriv
+	}
 	f.mnt = loc.mnt
 	f.loc = loc
 	loc.mnt.openFiles.Add(1)

@@ -22,6 +22,9 @@ func (p *Proc) Write(fd int, b []byte) (int, error) {
 	if f == nil || f.mode&fmWrite == 0 {
 		return 0, errEBADF
 	}
+	if f.mode&fmKillPriv != 0 && len(b) != 0 {
+		p.removePrivs(f)
+	}
 	if f.mode&fmNoPos != 0 {
 		return f.writeBuf(b, 0)
 	}
@@ -46,6 +49,9 @@ func (p *Proc) Pwrite(fd int, b []byte, off int64) (int, error) {
 	if err := verifyArea(off, len(b)); err != nil {
 		return 0, err
 	}
+	if f.mode&fmKillPriv != 0 && len(b) != 0 {
+		p.removePrivs(f)
+	}
 	if f.mode&fmAppend != 0 && f.app != nil {
 		_, n, err := f.app.Append(iov.Buf(b))
 		return fixCount(n, err)
@@ -59,6 +65,9 @@ func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
 	f := p.files.get(fd)
 	if f == nil || f.mode&fmWrite == 0 {
 		return 0, errEBADF
+	}
+	if f.mode&fmKillPriv != 0 && anyBytes(iovs) {
+		p.removePrivs(f)
 	}
 	if len(iovs) == 1 && len(iovs[0]) != 0 && f.mode&fmAppend == 0 {
 		if f.mode&fmNoPos != 0 {
@@ -87,6 +96,9 @@ func (p *Proc) Pwritev(fd int, iovs [][]byte, off int64) (int, error) {
 // writes at the offset even on an O_APPEND file. The accepted flags are
 // Preadv2's.
 func (p *Proc) Pwritev2(fd int, iovs [][]byte, off int64, flags int) (int, error) {
+	if f := p.files.get(fd); f != nil && f.mode&fmKillPriv != 0 && anyBytes(iovs) {
+		p.removePrivs(f)
+	}
 	if off == -1 {
 		f := p.files.get(fd)
 		if f == nil || f.mode&fmWrite == 0 {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package iovfs_test
+
+const raceEnabled = false
