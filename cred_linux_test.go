@@ -405,8 +405,8 @@ var credTree = []plant{
 	{path: "nulldev", kind: 'c', mode: 0o666, dev: int(unix.Mkdev(1, 3))},
 }
 
-func plantHost(t fatalfer, dir string) {
-	for _, e := range credTree {
+func plantHost(t fatalfer, dir string, tree ...plant) {
+	for _, e := range tree {
 		p := path.Join(dir, e.path)
 		var err error
 		switch e.kind {
@@ -430,8 +430,8 @@ func plantHost(t fatalfer, dir string) {
 	}
 }
 
-func plantOurs(t fatalfer, p *vfs.Proc, dir string) {
-	for _, e := range credTree {
+func plantOurs(t fatalfer, p *vfs.Proc, dir string, tree ...plant) {
+	for _, e := range tree {
 		q := path.Join(dir, e.path)
 		var err error
 		switch e.kind {
@@ -827,8 +827,8 @@ func TestCredDifferential(t *testing.T) {
 			os.RemoveAll(hdir)
 			removeAllOurs(root, odir)
 		}()
-		plantHost(t, hdir)
-		plantOurs(t, root, odir)
+		plantHost(t, hdir, credTree...)
+		plantOurs(t, root, odir, credTree...)
 		hb, ob := snapHost(t, hdir), snapOurs(t, root, odir)
 		if h, o := describe(hb, hb), describe(ob, ob); h != o {
 			t.Fatalf("planted trees differ:\nLinux:\n%s\niovfs:\n%s", h, o)
