@@ -737,9 +737,9 @@ type credChild struct {
 	out *json.Decoder
 }
 
-func startCredChild(t *testing.T) *credChild {
-	// The test binary lives in a directory only root may enter: copy it
-	// where uid 1000 may run it.
+// helperCopy copies the test binary, which lives in a directory only
+// root may enter, to where uid 1000 may run it.
+func helperCopy(t *testing.T) string {
 	bin, err := os.ReadFile(os.Args[0])
 	if err != nil {
 		t.Fatal(err)
@@ -752,6 +752,11 @@ func startCredChild(t *testing.T) *credChild {
 	must(t, os.Chmod(dir, 0o755))
 	exe := filepath.Join(dir, "helper.test")
 	must(t, os.WriteFile(exe, bin, 0o755))
+	return exe
+}
+
+func startCredChild(t *testing.T) *credChild {
+	exe := helperCopy(t)
 	cmd := exec.Command(exe, "-test.run=^TestCredHelper$")
 	cmd.Env = append(os.Environ(), "IOVFS_CRED_HELPER=1")
 	groups := make([]uint32, len(credGroups))
