@@ -680,18 +680,20 @@ func drawCredStep(t *rapid.T) credStep {
 	case "mkdir":
 		s.A, s.Mode = pth("a"), mode()
 	case "unlink":
-		s.A, s.Flags = pth("a"), rapid.SampledFrom([]int{0, unix.AT_REMOVEDIR}).Draw(t, "flags")
+		s.A, s.Flags = pth("a"), rapid.SampledFrom([]int{0, 0, unix.AT_REMOVEDIR, unix.AT_REMOVEDIR, 0x1}).Draw(t, "flags")
 	case "rename":
 		s.A, s.B = pth("a"), pth("b")
-		s.Flags = rapid.SampledFrom([]int{0, 0, unix.RENAME_NOREPLACE, unix.RENAME_EXCHANGE}).Draw(t, "flags")
+		s.Flags = rapid.SampledFrom([]int{0, 0, 0, unix.RENAME_NOREPLACE, unix.RENAME_EXCHANGE, unix.RENAME_EXCHANGE,
+			unix.RENAME_WHITEOUT, unix.RENAME_WHITEOUT | unix.RENAME_NOREPLACE, unix.RENAME_EXCHANGE | unix.RENAME_NOREPLACE, 0x10}).Draw(t, "flags")
 	case "link":
-		s.A, s.B, s.Flags = pth("a"), pth("b"), rapid.SampledFrom([]int{0, unix.AT_SYMLINK_FOLLOW}).Draw(t, "flags")
+		s.A, s.B, s.Flags = pth("a"), pth("b"), rapid.SampledFrom([]int{0, 0, unix.AT_SYMLINK_FOLLOW, unix.AT_SYMLINK_FOLLOW, unix.AT_REMOVEDIR}).Draw(t, "flags")
 	case "symlink":
 		s.A, s.B = rapid.SampledFrom(append([]string{"../x", "nothing"}, credPaths...)).Draw(t, "target"), pth("b")
 	case "stat", "statx":
 		s.A, s.Flags = pth("a"), rapid.SampledFrom([]int{0, unix.AT_SYMLINK_NOFOLLOW}).Draw(t, "flags")
 	case "chmod":
 		s.A, s.Mode = pth("a"), mode()
+		s.Flags = rapid.SampledFrom([]int{0, 0, unix.AT_SYMLINK_NOFOLLOW}).Draw(t, "flags")
 	case "chown":
 		s.A, s.Uid, s.Gid = pth("a"), rapid.SampledFrom(credUids).Draw(t, "uid"), rapid.SampledFrom(credGids).Draw(t, "gid")
 		s.Flags = rapid.SampledFrom([]int{0, unix.AT_SYMLINK_NOFOLLOW}).Draw(t, "flags")
@@ -701,7 +703,7 @@ func drawCredStep(t *rapid.T) credStep {
 	case "access":
 		s.A = pth("a")
 		s.Mode = rapid.SampledFrom([]uint32{unix.F_OK, unix.R_OK, unix.W_OK, unix.X_OK, unix.R_OK | unix.W_OK}).Draw(t, "mode")
-		s.Flags = rapid.SampledFrom([]int{0, unix.AT_EACCESS}).Draw(t, "flags")
+		s.Flags = rapid.SampledFrom([]int{0, unix.AT_EACCESS, unix.AT_SYMLINK_NOFOLLOW, unix.AT_REMOVEDIR}).Draw(t, "flags")
 	case "truncate":
 		s.A, s.Size = pth("a"), int64(rapid.SampledFrom([]int{0, 3, 100}).Draw(t, "size"))
 	case "mknod":
@@ -755,7 +757,8 @@ func helperCopy(t *testing.T) string {
 	return exe
 }
 
-func startCredChild(t *testing.T) *credChild {
+// startCredChild starts the host side as uid 1000, or as root if asRoot.
+func startCredChild(t *testing.T, asRoot bool) *credChild {
 	exe := helperCopy(t)
 	cmd := exec.Command(exe, "-test.run=^TestCredHelper$")
 	cmd.Env = append(os.Environ(), "IOVFS_CRED_HELPER=1")
@@ -763,7 +766,9 @@ func startCredChild(t *testing.T) *credChild {
 	for i, g := range credGroups {
 		groups[i] = uint32(g)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: credUid, Gid: credGid, Groups: groups}}
+	if !asRoot {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: credUid, Gid: credGid, Groups: groups}}
+	}
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	must(t, err)
@@ -796,22 +801,40 @@ func (c *credChild) run(t fatalfer, dir string, s credStep) credResult {
 // TestCredDifferential runs random sequences as uid 1000 on a host tmpfs
 // and on iovfs: 1000 sequences, 200 under -race or -short.
 func TestCredDifferential(t *testing.T) {
+	checks := 1000
+	if testing.Short() || raceEnabled {
+		checks = 200
+	}
+	credDifferential(t, false, checks)
+}
+
+// TestCredDifferentialRoot runs the same sequences as root, where the
+// capabilities override what the modes refuse: 300 sequences, 100 under
+// -race or -short.
+func TestCredDifferentialRoot(t *testing.T) {
+	checks := 300
+	if testing.Short() || raceEnabled {
+		checks = 100
+	}
+	credDifferential(t, true, checks)
+}
+
+func credDifferential(t *testing.T, asRoot bool, checks int) {
 	testenv.RequireRoot(t, "setting up as root and running the host side as uid 1000")
 	host := hostTmpfs(t)
 	// t.TempDir's own directory is 0700: let uid 1000 through to the tmpfs.
 	must(t, os.Chmod(filepath.Dir(host), 0o755))
-	child := startCredChild(t)
+	child := startCredChild(t, asRoot)
 
 	root, err := iovfs.New()
 	must(t, err)
 	root.Umask(0o022)
 	user := vfs.NewProcCred(root.Namespace(), credUid, credGid, credGroups...)
+	if asRoot {
+		user, _ = root.Fork()
+	}
 	ours := ovfsCred{user}
 
-	checks := 1000
-	if testing.Short() || raceEnabled {
-		checks = 200
-	}
 	f := flag.Lookup("rapid.checks")
 	old := f.Value.String()
 	flag.Set("rapid.checks", fmt.Sprint(checks))
