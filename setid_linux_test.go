@@ -8,7 +8,6 @@ package iovfs_test
 // directory, and access(2) with the real ids.
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -16,7 +15,9 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/iovfs/iovfs"
 	"github.com/iovfs/iovfs/internal/testenv"
@@ -37,32 +38,54 @@ type setidJob struct {
 }
 
 // TestSetidHelper is the host side's child process; run by itself it
-// does nothing.
+// does nothing. It runs each sequence on a thread of its own, locked to
+// its goroutine and thrown away after it: Linux's credentials belong to a
+// thread, and the raw set*id system calls change only the caller's (Go's
+// wrappers change every thread of the process).
 func TestSetidHelper(t *testing.T) {
 	if os.Getenv("IOVFS_SETID_HELPER") != "1" {
 		t.Skip("the child process of TestSetidKernel")
 	}
 	unix.Umask(0o022)
-	var job setidJob
-	if err := json.NewDecoder(os.Stdin).Decode(&job); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+	in := json.NewDecoder(os.Stdin)
+	out := json.NewEncoder(os.Stdout)
+	for {
+		var job setidJob
+		if err := in.Decode(&job); err != nil {
+			os.Exit(0)
+		}
+		done := make(chan []string)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			done <- runSetidJob(job)
+		}()
+		out.Encode(<-done)
 	}
+}
+
+func runSetidJob(job setidJob) []string {
 	var out []string
 	for i, s := range job.Steps {
-		var err error
+		var e unix.Errno
 		switch s.Op {
 		case "setresuid":
-			err = unix.Setresuid(s.A, s.B, s.C)
+			_, _, e = unix.RawSyscall(unix.SYS_SETRESUID, uintptr(s.A), uintptr(s.B), uintptr(s.C))
 		case "setresgid":
-			err = unix.Setresgid(s.A, s.B, s.C)
+			_, _, e = unix.RawSyscall(unix.SYS_SETRESGID, uintptr(s.A), uintptr(s.B), uintptr(s.C))
 		case "setgroups":
-			err = unix.Setgroups(s.Groups)
+			gs := make([]uint32, len(s.Groups)+1)
+			for i, g := range s.Groups {
+				gs[i] = uint32(g)
+			}
+			_, _, e = unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(s.Groups)), uintptr(unsafe.Pointer(&gs[0])), 0)
+		}
+		var err error
+		if e != 0 {
+			err = e
 		}
 		out = append(out, setidState(errnoOf(err), hostIds(), hostProbe(job.Dir, i)))
 	}
-	json.NewEncoder(os.Stdout).Encode(out)
-	os.Exit(0)
+	return out
 }
 
 func setidState(e error, ids, probe string) string {
@@ -125,12 +148,12 @@ var setidTree = []plant{
 }
 
 // TestSetidKernel compares set*id sequences with the host kernel: 1000
-// sequences (200 under -race or -short), each in a new host process.
+// sequences (200 under -race or -short), each on a new host thread.
 func TestSetidKernel(t *testing.T) {
 	testenv.RequireRoot(t, "starting host processes that change their ids from root")
 	host := hostTmpfs(t)
 	must(t, os.Chmod(filepath.Dir(host), 0o755))
-	exe := helperCopy(t)
+	child := startSetidChild(t)
 	root, err := iovfs.New()
 	must(t, err)
 
@@ -182,18 +205,7 @@ func TestSetidKernel(t *testing.T) {
 			job.Steps = append(job.Steps, s)
 			ours = append(ours, setidState(errnoOf(err), ourIds(p), ourProbe(p, odir, i)))
 		}
-		cmd := exec.Command(exe, "-test.run=^TestSetidHelper$")
-		cmd.Env = append(os.Environ(), "IOVFS_SETID_HELPER=1")
-		in, _ := json.Marshal(job)
-		cmd.Stdin = bytes.NewReader(in)
-		outb, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("host child: %v", err)
-		}
-		var hostOut []string
-		if err := json.Unmarshal(outb, &hostOut); err != nil {
-			t.Fatalf("host child's answer %q: %v", outb, err)
-		}
+		hostOut := child.run(t, job)
 		for i := range ours {
 			steps++
 			if hostOut[i] != ours[i] {
@@ -205,4 +217,40 @@ func TestSetidKernel(t *testing.T) {
 		}
 	})
 	t.Logf("%d sequences, %d steps compared (errno, ids, and four probes each), %d steps succeeded; 0 divergences", seqs, steps, okSteps)
+}
+
+// setidChild is the host side: the test binary again, as root.
+type setidChild struct {
+	in  *json.Encoder
+	out *json.Decoder
+}
+
+func startSetidChild(t *testing.T) *setidChild {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSetidHelper$")
+	cmd.Env = append(os.Environ(), "IOVFS_SETID_HELPER=1")
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	must(t, err)
+	out, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Wait()
+	})
+	return &setidChild{json.NewEncoder(in), json.NewDecoder(out)}
+}
+
+func (c *setidChild) run(t fatalfer, job setidJob) []string {
+	if err := c.in.Encode(job); err != nil {
+		t.Fatalf("to the child: %v", err)
+	}
+	var out []string
+	if err := c.out.Decode(&out); err != nil {
+		t.Fatalf("from the child: %v", err)
+	}
+	if len(out) != len(job.Steps) {
+		t.Fatalf("the child answered %d steps of %d", len(out), len(job.Steps))
+	}
+	return out
 }
