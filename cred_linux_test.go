@@ -100,6 +100,7 @@ type credSys interface {
 	unlinkat(dirfd int, p string, flags int) error
 	renameat2(dirfd int, a, b string, flags uint) error
 	linkat(dirfd int, a, b string, flags int) error
+	linkat2(olddirfd int, a string, newdirfd int, b string, flags int) error
 	symlinkat(target string, dirfd int, p string) error
 	readlinkat(dirfd int, p string) (string, error)
 	fstatat(dirfd int, p string, flags int) (string, error)
@@ -180,6 +181,13 @@ func runCredStep(sys credSys, dir string, s credStep) credResult {
 		return credErr(sys.truncate(dir+"/"+s.A, s.Size)) // truncate(2) has no *at form
 	case "mknod":
 		return credErr(sys.mknodat(dfd, s.A, s.Mode, s.Dev))
+	case "flink":
+		fd, err := sys.openat(dfd, s.A, s.Flags|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return credErr(err)
+		}
+		defer sys.close(fd)
+		return credResult{Out: fmt.Sprintf("flink %d", errnoOf(sys.linkat2(fd, "", dfd, s.B, unix.AT_EMPTY_PATH)))}
 	case "fdop":
 		fd, err := sys.openat(dfd, s.A, s.Flags|unix.O_NONBLOCK, 0)
 		if err != nil {
@@ -213,12 +221,15 @@ func (hostCred) openDir(dir string) (int, error) {
 func (hostCred) openat(d int, p string, fl int, m uint32) (int, error) {
 	return unix.Openat(d, p, fl|unix.O_CLOEXEC, m)
 }
-func (hostCred) close(fd int) error                        { return unix.Close(fd) }
-func (hostCred) read(fd int, b []byte) (int, error)        { return unix.Read(fd, b) }
-func (hostCred) write(fd int, b []byte) (int, error)       { return unix.Write(fd, b) }
-func (hostCred) mkdirat(d int, p string, m uint32) error   { return unix.Mkdirat(d, p, m) }
-func (hostCred) unlinkat(d int, p string, fl int) error    { return unix.Unlinkat(d, p, fl) }
-func (hostCred) linkat(d int, a, b string, fl int) error   { return unix.Linkat(d, a, d, b, fl) }
+func (hostCred) close(fd int) error                      { return unix.Close(fd) }
+func (hostCred) read(fd int, b []byte) (int, error)      { return unix.Read(fd, b) }
+func (hostCred) write(fd int, b []byte) (int, error)     { return unix.Write(fd, b) }
+func (hostCred) mkdirat(d int, p string, m uint32) error { return unix.Mkdirat(d, p, m) }
+func (hostCred) unlinkat(d int, p string, fl int) error  { return unix.Unlinkat(d, p, fl) }
+func (hostCred) linkat(d int, a, b string, fl int) error { return unix.Linkat(d, a, d, b, fl) }
+func (hostCred) linkat2(od int, a string, nd int, b string, fl int) error {
+	return unix.Linkat(od, a, nd, b, fl)
+}
 func (hostCred) symlinkat(t string, d int, p string) error { return unix.Symlinkat(t, d, p) }
 func (hostCred) renameat2(d int, a, b string, fl uint) error {
 	return unix.Renameat2(d, a, d, b, fl)
@@ -294,6 +305,9 @@ func (o ovfsCred) write(fd int, b []byte) (int, error)     { return o.p.Write(fd
 func (o ovfsCred) mkdirat(d int, p string, m uint32) error { return o.p.Mkdirat(d, p, m) }
 func (o ovfsCred) unlinkat(d int, p string, fl int) error  { return o.p.Unlinkat(d, p, fl) }
 func (o ovfsCred) linkat(d int, a, b string, fl int) error { return o.p.Linkat(d, a, d, b, fl) }
+func (o ovfsCred) linkat2(od int, a string, nd int, b string, fl int) error {
+	return o.p.Linkat(od, a, nd, b, fl)
+}
 func (o ovfsCred) symlinkat(t string, d int, p string) error {
 	return o.p.Symlinkat(t, d, p)
 }
@@ -670,7 +684,7 @@ func drawCredStep(t *rapid.T) credStep {
 	mode := func() uint32 { return rapid.SampledFrom(credModes).Draw(t, "mode") }
 	s := credStep{}
 	ops := []string{"open", "open", "open", "read", "mkdir", "unlink", "rename", "link", "symlink", "readlink",
-		"stat", "statx", "chmod", "chown", "chown", "utimens", "utimens", "access", "truncate", "mknod", "fdop", "fdop"}
+		"stat", "statx", "chmod", "chown", "chown", "utimens", "utimens", "access", "truncate", "mknod", "fdop", "fdop", "flink"}
 	s.Op = rapid.SampledFrom(ops).Draw(t, "op")
 	switch s.Op {
 	case "open":
@@ -720,6 +734,9 @@ func drawCredStep(t *rapid.T) credStep {
 		case 4:
 			s.Mode, s.Dev = unix.S_IFBLK|0o600, int(unix.Mkdev(7, 0))
 		}
+	case "flink":
+		s.A, s.B = pth("a"), pth("b")
+		s.Flags = rapid.SampledFrom([]int{unix.O_RDONLY, unix.O_PATH}).Draw(t, "flags")
 	case "fdop":
 		s.A = pth("a")
 		s.Flags = rapid.SampledFrom([]int{unix.O_RDONLY, unix.O_WRONLY, unix.O_PATH}).Draw(t, "flags")

@@ -95,6 +95,19 @@ func TestFork(t *testing.T) {
 	if p.Geteuid() != 0 || c.Geteuid() != 1000 {
 		t.Errorf("euid parent %d child %d", p.Geteuid(), c.Geteuid())
 	}
+	// linkat(fd, "", AT_EMPTY_PATH) needs the descriptor to have been
+	// opened with the caller's credentials: the child's are its own.
+	ffd, err := c.Open("/tmp/cf", unix.O_RDWR|unix.O_CREAT, 0o600)
+	must(t, err)
+	wantErrno(t, "flink of the child's own fd", c.Linkat(ffd, "", unix.AT_FDCWD, "/tmp/g", unix.AT_EMPTY_PATH), 0)
+	pfd, err := p.Open("/tmp/f", unix.O_RDONLY, 0)
+	must(t, err)
+	c2, err := p.Fork()
+	must(t, err)
+	must(t, c2.Setresuid(1000, 1000, 1000))
+	wantErrno(t, "flink of an fd opened with other credentials", c2.Linkat(pfd, "", unix.AT_FDCWD, "/tmp/h", unix.AT_EMPTY_PATH), unix.ENOENT)
+	p.Close(pfd)
+	c.Close(ffd)
 	// The child's fd table allocates from the lowest free slot.
 	nfd, err := c.Open("/tmp/f", unix.O_RDONLY, 0)
 	must(t, err)

@@ -50,6 +50,8 @@ type file struct {
 	mnt *mount
 	// loc is where the file was opened, for getdents' "..".
 	loc location
+	// cred is the opener's credentials (Linux f_cred), set by open.
+	cred *creds
 
 	// refs counts the descriptors that refer to the file.
 	refs atomic.Int32

@@ -87,7 +87,11 @@ func (p *Proc) openFile(dirfd int, path string, flags int, perm uint32, resolve 
 	if err != nil {
 		return nil, err
 	}
-	return p.openLoc(loc, flags, created)
+	f, err := p.openLoc(loc, flags, created)
+	if f != nil {
+		f.cred = w.cred
+	}
+	return f, err
 }
 
 // oPathFlags are the flags O_PATH keeps (O_PATH_FLAGS); oTmpfile is
