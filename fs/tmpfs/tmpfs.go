@@ -233,6 +233,8 @@ type FS struct {
 	pages   atomic.Int64
 	inodes  atomic.Int64
 	nextIno atomic.Uint64
+	// xattrSpace is the inode space user xattrs take (xattr.go).
+	xattrSpace atomic.Int64
 
 	// renameMu serialises renames between directories (Linux
 	// s_vfs_rename_mutex); see the lock order in the package comment.
