@@ -62,7 +62,7 @@ func (fs *FS) newDir(parent *Dir, mode uint32, c vfs.Cred, now instant) *Dir {
 func (d *Dir) dtype() uint8 { return unix.DT_DIR }
 
 // free returns the inode to nr_inodes; Rmdir has emptied the directory.
-func (d *Dir) free() { d.fs.inodes.Add(-1) }
+func (d *Dir) free() { d.dropXattrs(); d.fs.inodes.Add(-1) }
 
 // Stat implements vfs.Node. Nlink is 2 plus the subdirectories, and 0 once
 // the directory is removed.

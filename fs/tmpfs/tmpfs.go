@@ -299,7 +299,9 @@ func (fs *FS) reserveInode() bool {
 	}
 	for {
 		n := fs.inodes.Load()
-		if n >= fs.maxInodes {
+		// shmem_reserve_inode: an inode takes BOGO_INODE_SIZE of the
+		// inode space, which xattrs share.
+		if (fs.maxInodes-n)*bogoInodeSize-fs.xattrSpace.Load() < bogoInodeSize {
 			return false
 		}
 		if fs.inodes.CompareAndSwap(n, n+1) {
