@@ -21,6 +21,7 @@ const (
 	fmNoPos              // reads and writes do not use the position
 	fmStream             // cannot seek: pread/pwrite/lseek give ESPIPE
 	fmNoWait             // honours RWF_NOWAIT
+	fmHold               // calls may block: they hold a reference (a Poller)
 )
 
 // rwfKnown are the preadv2/pwritev2 flags iovfs accepts (Linux RWF_SUPPORTED
@@ -41,6 +42,8 @@ type file struct {
 	iwr  IterWriter
 	seek Seeker
 	app  Appender
+	rrwf RWFReader // nil unless the driver applies RWF flags itself
+	wrwf RWFWriter
 	// rwfRead and rwfWrite are the RWF_* flags the file accepts.
 	rwfRead, rwfWrite int
 	// mnt is the mount the node was opened on; it counts open files for
@@ -82,6 +85,8 @@ func newFile(n Node, h Handle, flags int) *file {
 	f.iwr, _ = h.(IterWriter)
 	f.seek, _ = h.(Seeker)
 	f.app, _ = h.(Appender)
+	f.rrwf, _ = h.(RWFReader)
+	f.wrwf, _ = h.(RWFWriter)
 	if _, ok := h.(Positionless); ok {
 		f.mode |= fmNoPos
 	}
@@ -90,6 +95,9 @@ func newFile(n Node, h Handle, flags int) *file {
 	}
 	if _, ok := h.(NoWaiter); ok {
 		f.mode |= fmNoWait
+	}
+	if _, ok := h.(Poller); ok {
+		f.mode |= fmHold
 	}
 	f.rwfRead = rwfFor(f.mode, f.ird != nil)
 	f.rwfWrite = rwfFor(f.mode, f.iwr != nil)

@@ -14,6 +14,7 @@ package tmpfs
 
 import (
 	"sort"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,9 +34,9 @@ func (h *OpenFile) Fallocate(mode uint32, off, length int64) error {
 	}
 	end := off + length
 	if mode&unix.FALLOC_FL_PUNCH_HOLE != 0 {
-		f.mu.Lock()
+		f.lockData()
 		f.punchLocked(off, end)
-		f.mu.Unlock()
+		f.unlockData()
 		f.changed(clockNow().wall, true)
 		return nil
 	}
@@ -43,7 +44,7 @@ func (h *OpenFile) Fallocate(mode uint32, off, length int64) error {
 	if max := f.fs.maxPages; max != 0 && last-first > max {
 		return errENOSPC // shmem_fallocate: "avoid a swapstorm"
 	}
-	f.mu.Lock()
+	f.lockData()
 	var added pageRanges
 	for idx := first; idx < last; idx++ {
 		if f.pages.get(idx) != nil {
@@ -61,7 +62,7 @@ func (h *OpenFile) Fallocate(mode uint32, off, length int64) error {
 				f.fs.releasePages(r.hi - r.lo)
 				f.unwritten.removeRange(r.lo, r.hi)
 			}
-			f.mu.Unlock()
+			f.unlockData()
 			return errENOSPC
 		}
 		f.pages.insert(idx, new(page))
@@ -69,9 +70,9 @@ func (h *OpenFile) Fallocate(mode uint32, off, length int64) error {
 		f.unwritten.add(idx, idx+1)
 	}
 	if mode&unix.FALLOC_FL_KEEP_SIZE == 0 && end > f.size {
-		f.size = end
+		atomic.StoreInt64(&f.size, end)
 	}
-	f.mu.Unlock()
+	f.unlockData()
 	f.changed(clockNow().wall, false)
 	return nil
 }
@@ -147,15 +148,18 @@ func (f *File) nextHole(idx int64) int64 {
 	return h
 }
 
-// remove drops the page at idx, if any, and the nodes it leaves empty.
+// remove drops the page at idx, if any, and the nodes it leaves empty;
+// File.mu must be held for writing (lockData). Slots are cleared with
+// atomic stores for lock-free readers (pages.go).
 func (t *pageTree) remove(idx int64) bool {
-	if t.root == nil || idx >= span(t.height) {
+	top := t.top.Load()
+	if top == nil || idx >= span(top.height) {
 		return false
 	}
 	var path [maxHeight + 1]*rnode
 	var slot [maxHeight + 1]int
-	n := t.root
-	for h := t.height - 1; h >= 0; h-- {
+	n := top.root
+	for h := top.height - 1; h >= 0; h-- {
 		i := int(idx>>uint(radixShift*h)) & radixMask
 		path[h], slot[h] = n, i
 		if h == 0 {
@@ -169,16 +173,16 @@ func (t *pageTree) remove(idx int64) bool {
 	if path[0].slots[slot[0]] == nil {
 		return false
 	}
-	path[0].slots[slot[0]] = nil
-	for h := 0; h < t.height; h++ {
+	atomic.StorePointer(&path[0].slots[slot[0]], nil)
+	for h := 0; h < top.height; h++ {
 		path[h].pages--
-		if path[h].pages == 0 && h+1 < t.height {
-			path[h+1].slots[slot[h+1]] = nil
+		if path[h].pages == 0 && h+1 < top.height {
+			atomic.StorePointer(&path[h+1].slots[slot[h+1]], nil)
 		}
 	}
 	t.n--
 	if t.n == 0 {
-		t.root, t.height = nil, 0
+		t.top.Store(nil)
 	}
 	return true
 }
