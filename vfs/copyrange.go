@@ -42,11 +42,11 @@ var copyBufs = sync.Pool{New: func() any { return new([copyBufSize]byte) }}
 // returns what it copied; an error comes only with a count of 0. It
 // allocates nothing: the bytes go through a pooled 64 KiB buffer.
 func (p *Proc) CopyFileRange(rfd int, roff *int64, wfd int, woff *int64, n int, flags int) (int, error) {
-	fi := p.files.get(rfd)
+	fi := p.fdget(rfd)
 	if fi == nil {
 		return 0, errEBADF
 	}
-	fo := p.files.get(wfd)
+	fo := p.fdget(wfd)
 	if fo == nil {
 		return 0, errEBADF
 	}

@@ -167,7 +167,7 @@ func (p *Proc) Flock(fd, how int) error {
 	default:
 		return errEINVAL
 	}
-	f := p.files.get(fd)
+	f := p.fdget(fd)
 	if f == nil {
 		return errEBADF
 	}
@@ -238,7 +238,7 @@ func (p *Proc) Flock(fd, how int) error {
 // offset EOVERFLOW; an unknown Whence, Type or cmd gives EINVAL. The
 // checks run in Linux's order: fd (EBADF), range, type, access mode, Pid.
 func (p *Proc) FcntlFlock(fd int, cmd int, lk *unix.Flock_t) error {
-	f := p.files.get(fd)
+	f := p.fdget(fd) // fcntl's check_fcntl_cmd: no lock commands on O_PATH
 	if f == nil {
 		return errEBADF
 	}

@@ -135,7 +135,7 @@ func (p *Proc) Fsetxattr(fd int, name string, data []byte, flags int) error {
 	if err := setxattrArgs(name, data, flags); err != nil {
 		return err
 	}
-	f := p.files.get(fd)
+	f := p.fdget(fd)
 	if f == nil {
 		return errEBADF
 	}
@@ -159,7 +159,7 @@ func (p *Proc) Fremovexattr(fd int, name string) error {
 	if err := checkXattrName(name); err != nil {
 		return err
 	}
-	f := p.files.get(fd)
+	f := p.fdget(fd)
 	if f == nil {
 		return errEBADF
 	}
@@ -217,7 +217,7 @@ func (p *Proc) Fgetxattr(fd int, name string) ([]byte, error) {
 	if err := checkXattrName(name); err != nil {
 		return nil, err
 	}
-	f := p.files.get(fd)
+	f := p.fdget(fd)
 	if f == nil {
 		return nil, errEBADF
 	}
@@ -249,7 +249,7 @@ func (p *Proc) Llistxattr(path string) ([]string, error) {
 
 // Flistxattr is Listxattr on the file open as fd.
 func (p *Proc) Flistxattr(fd int) ([]string, error) {
-	f := p.files.get(fd)
+	f := p.fdget(fd)
 	if f == nil {
 		return nil, errEBADF
 	}
