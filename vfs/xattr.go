@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -17,7 +18,7 @@ func (p *Proc) Getxattr(path, name string) ([]byte, error) {
 	if err != nil {
 		return nil, pathErr("getxattr", path, err)
 	}
-	v, err := getxattrNode(loc.node, name)
+	v, err := p.getxattrNode(loc.mnt, loc.node, name)
 	if err != nil {
 		return nil, pathErr("getxattr", path, err)
 	}
@@ -32,11 +33,7 @@ func (p *Proc) Listxattr(path string) ([]string, error) {
 	if err != nil {
 		return nil, pathErr("listxattr", path, err)
 	}
-	x, ok := loc.node.(Xattrer)
-	if !ok {
-		return nil, nil
-	}
-	names, err := x.Listxattr()
+	names, err := p.listxattrNode(loc.node)
 	if err != nil {
 		return nil, pathErr("listxattr", path, err)
 	}
@@ -54,29 +51,57 @@ func checkXattrName(name string) error {
 	return nil
 }
 
-// xattrPermission is Linux's xattr_permission for the checks that do not
-// depend on the caller: user. attributes live only on regular files and
-// directories (EPERM to write, ENODATA to read elsewhere).
+// xattrPermission is Linux's xattr_permission followed by commoncap's
+// cap_inode_setxattr/removexattr, for the calling process p on node n of
+// mount m:
 //
-// The caller-dependent checks go here too when credentials exist:
-// trusted.* needs CAP_SYS_ADMIN (EPERM to write, ENODATA to read), a
-// sticky directory's user.* attributes may be written only by its owner,
-// and user.* needs inode_permission(MAY_READ or MAY_WRITE).
-func xattrPermission(n Node, name string, write bool) error {
-	if !strings.HasPrefix(name, "user.") {
-		return nil
+//   - security. and system. attributes: no VFS check, but writing or
+//     removing security. ones needs CAP_SYS_ADMIN (EPERM);
+//   - trusted. attributes: CAP_SYS_ADMIN, else EPERM to write and ENODATA
+//     to read;
+//   - user. attributes: only on regular files and directories (EPERM to
+//     write, ENODATA to read elsewhere); in a sticky directory only its
+//     owner or CAP_FOWNER writes them (EPERM); then, as for every other
+//     name, inode_permission: read or write permission on the file
+//     (EACCES).
+func (p *Proc) xattrPermission(m *mount, n Node, name string, write bool) error {
+	c := p.cred.Load()
+	mask := MayRead
+	if write {
+		mask = MayWrite
 	}
-	st, err := n.Stat()
-	if err != nil {
-		return err
-	}
-	if !st.IsRegular() && !st.IsDir() {
-		if write {
+	switch {
+	case strings.HasPrefix(name, "security."):
+		if write && !c.capable() {
 			return unix.EPERM
 		}
-		return unix.ENODATA
+		return nil
+	case strings.HasPrefix(name, "system."):
+		return nil
+	case strings.HasPrefix(name, "trusted."):
+		if !c.capable() {
+			if write {
+				return unix.EPERM
+			}
+			return unix.ENODATA
+		}
+		return nil
+	case strings.HasPrefix(name, "user."):
+		st, err := n.Stat()
+		if err != nil {
+			return err
+		}
+		if !st.IsRegular() && !st.IsDir() {
+			if write {
+				return unix.EPERM
+			}
+			return unix.ENODATA
+		}
+		if write && st.IsDir() && st.Mode&unix.S_ISVTX != 0 && !c.ownerOrCapable(st.Uid) {
+			return unix.EPERM
+		}
 	}
-	return nil
+	return c.permission(location{m, n}, mask)
 }
 
 // setxattrArgs is setxattr_copy's checks, made before the file is looked
@@ -94,12 +119,12 @@ func setxattrArgs(name string, data []byte, flags int) error {
 	return nil
 }
 
-// setxattrAt sets or (with remove) removes name on the node at loc.
-func setxattrAt(m *mount, n Node, name string, data []byte, flags int, remove bool) error {
+// setxattrAt sets or (with remove) removes name on the node n of mount m.
+func (p *Proc) setxattrAt(m *mount, n Node, name string, data []byte, flags int, remove bool) error {
 	if m != nil && m.readonly {
 		return unix.EROFS
 	}
-	if err := xattrPermission(n, name, true); err != nil {
+	if err := p.xattrPermission(m, n, name, true); err != nil {
 		return err
 	}
 	x, ok := n.(XattrSetter)
@@ -139,7 +164,7 @@ func (p *Proc) Fsetxattr(fd int, name string, data []byte, flags int) error {
 	if f == nil {
 		return errEBADF
 	}
-	return setxattrAt(f.mnt, f.node, name, data, flags, false)
+	return p.setxattrAt(f.mnt, f.node, name, data, flags, false)
 }
 
 // Removexattr removes the extended attribute name of the file at path,
@@ -163,7 +188,7 @@ func (p *Proc) Fremovexattr(fd int, name string) error {
 	if f == nil {
 		return errEBADF
 	}
-	return setxattrAt(f.mnt, f.node, name, nil, 0, true)
+	return p.setxattrAt(f.mnt, f.node, name, nil, 0, true)
 }
 
 func (p *Proc) setxattrPath(op, path string, follow bool, name string, data []byte, flags int, remove bool) error {
@@ -180,12 +205,12 @@ func (p *Proc) setxattrPath(op, path string, follow bool, name string, data []by
 	if err != nil {
 		return pathErr(op, path, err)
 	}
-	return pathErr(op, path, setxattrAt(loc.mnt, loc.node, name, data, flags, remove))
+	return pathErr(op, path, p.setxattrAt(loc.mnt, loc.node, name, data, flags, remove))
 }
 
-// getxattrNode is vfs_getxattr on n.
-func getxattrNode(n Node, name string) ([]byte, error) {
-	if err := xattrPermission(n, name, false); err != nil {
+// getxattrNode is vfs_getxattr on node n of mount m.
+func (p *Proc) getxattrNode(m *mount, n Node, name string) ([]byte, error) {
+	if err := p.xattrPermission(m, n, name, false); err != nil {
 		return nil, err
 	}
 	x, ok := n.(Xattrer)
@@ -205,7 +230,7 @@ func (p *Proc) Lgetxattr(path, name string) ([]byte, error) {
 	if err != nil {
 		return nil, pathErr("lgetxattr", path, err)
 	}
-	v, err := getxattrNode(loc.node, name)
+	v, err := p.getxattrNode(loc.mnt, loc.node, name)
 	if err != nil {
 		return nil, pathErr("lgetxattr", path, err)
 	}
@@ -221,17 +246,22 @@ func (p *Proc) Fgetxattr(fd int, name string) ([]byte, error) {
 	if f == nil {
 		return nil, errEBADF
 	}
-	return getxattrNode(f.node, name)
+	return p.getxattrNode(f.mnt, f.node, name)
 }
 
 // listxattrNode is vfs_listxattr on n: a file system without xattrs lists
-// none.
-func listxattrNode(n Node) ([]string, error) {
+// none, and a process without CAP_SYS_ADMIN does not see trusted. names
+// (as tmpfs's simple_xattr_list and ext4's trusted handler hide them).
+func (p *Proc) listxattrNode(n Node) ([]string, error) {
 	x, ok := n.(Xattrer)
 	if !ok {
 		return nil, nil
 	}
-	return x.Listxattr()
+	names, err := x.Listxattr()
+	if err != nil || p.cred.Load().capable() {
+		return names, err
+	}
+	return slices.DeleteFunc(names, func(s string) bool { return strings.HasPrefix(s, "trusted.") }), nil
 }
 
 // Llistxattr is Listxattr on a symlink itself.
@@ -240,7 +270,7 @@ func (p *Proc) Llistxattr(path string) ([]string, error) {
 	if err != nil {
 		return nil, pathErr("llistxattr", path, err)
 	}
-	names, err := listxattrNode(loc.node)
+	names, err := p.listxattrNode(loc.node)
 	if err != nil {
 		return nil, pathErr("llistxattr", path, err)
 	}
@@ -253,5 +283,5 @@ func (p *Proc) Flistxattr(fd int) ([]string, error) {
 	if f == nil {
 		return nil, errEBADF
 	}
-	return listxattrNode(f.node)
+	return p.listxattrNode(f.node)
 }
