@@ -261,3 +261,22 @@ func TestLockAccessMode(t *testing.T) {
 		t.Errorf("flock with a bad operation on a closed fd: %v, want EINVAL (checked first)", err)
 	}
 }
+
+// TestLockNoAllocs: an uncontended lock and unlock of each kind allocates
+// nothing once the lock table has warmed up.
+func TestLockNoAllocs(t *testing.T) {
+	s := newProc(t)
+	fd := mustOpen(t, s.p, "/both", unix.O_RDWR)
+	for _, k := range lockKinds {
+		if n := testing.AllocsPerRun(100, func() {
+			if err := k.lock(s.p, fd, false); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.unlock(s.p, fd); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("%s lock and unlock: %v allocations, want 0", k.name, n)
+		}
+	}
+}
