@@ -96,6 +96,28 @@ func TestStatfsDifferential(t *testing.T) {
 				check("after mkdir " + name)
 			}
 		}
+		// Hard links take a share of nr_inodes on tmpfs (shmem_link), and
+		// dropping a link that is not the last gives it back.
+		for i, op := range []struct{ what, a, b string }{
+			{"link", "/f1", "/l1"}, {"link", "/f1", "/l2"}, {"link", "/f2", "/l3"}, {"link", "/f3", "/l4"},
+			{"rename", "/f2", "/l1"}, {"unlink", "/l2", ""}, {"unlink", "/f1", ""}, {"rename", "/l3", "/f4"},
+			{"link", "/f4", "/l5"}, {"unlink", "/f4", ""}, {"unlink", "/l5", ""},
+		} {
+			var herr, verr error
+			switch op.what {
+			case "link":
+				herr, verr = unix.Link(hdir+op.a, hdir+op.b), p.Link(vdir+op.a, vdir+op.b)
+			case "rename":
+				herr, verr = unix.Rename(hdir+op.a, hdir+op.b), p.Rename(vdir+op.a, vdir+op.b)
+			case "unlink":
+				herr, verr = unix.Unlink(hdir+op.a), p.Unlink(vdir+op.a)
+			}
+			compared++
+			if errnoOf(herr) != errnoOf(verr) {
+				t.Fatalf("%s %s %s %s: host %v, iovfs %v", c.opts, op.what, op.a, op.b, herr, verr)
+			}
+			check(fmt.Sprintf("after step %d, %s %s %s", i, op.what, op.a, op.b))
+		}
 	}
 	// /dev: devtmpfs on the host.
 	var h unix.Statfs_t
