@@ -42,7 +42,7 @@ func TestEscape(t *testing.T) {
 	if os.Getenv(escapeChild) == "" {
 		testenv.RequireRoot(t, "a private mount namespace with a scratch root")
 		cmd := exec.Command(os.Args[0], "-test.run=^TestEscape$", "-test.v", "-test.timeout=5m")
-		cmd.Env = append(os.Environ(), escapeChild+"="+t.TempDir()) // the scratch root's mount point
+		cmd.Env = append(os.Environ(), escapeChild+"="+t.TempDir())            // the scratch root's mount point
 		cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: unix.CLONE_NEWNS} // mounts made private by os/exec
 		out, err := cmd.CombinedOutput()
 		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
