@@ -207,17 +207,17 @@ func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (No
 	if c.off {
 		return dir.Lookup(name)
 	}
-	w, ok := dirWord(node)
-	if !ok {
-		return dir.Lookup(name)
-	}
+	// Only pointer-shaped directories get dentries (insert checks), and
+	// their type word differs from any other type's, so the hit path
+	// can hash and compare the words of any node without that check.
+	words := ifaceWords(node)
+	w := words[1]
 	h := mix(w) ^ maphash.String(c.seed, name)
 	st := c.stripe(w)
 	gen := st.gen.Load()
 	b := &c.buckets[h&c.mask]
 	s := &c.shards[h&c.mask%dcShards]
 	if st.active.Load() == 0 {
-		words := ifaceWords(node)
 		for e := b.Load(); e != nil; e = e.next.Load() {
 			if e.hash != h || e.dirw != words || e.name != name {
 				continue
@@ -248,6 +248,9 @@ func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (No
 	child, err := dir.Lookup(name)
 	if err != nil && err != errENOENT {
 		return nil, err
+	}
+	if _, ok := dirWord(node); !ok {
+		return child, err
 	}
 	e := &dentry{hash: h, dirw: ifaceWords(node), dir: node, name: name, child: child, fs: fs}
 	e.reval, _ = node.(Revalidator)
