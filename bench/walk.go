@@ -48,6 +48,7 @@ var walkExperiment = &Experiment{
 		{Name: "tree", Default: "flat", Usage: "flat (one directory of --dirs subdirectories) or nested (--files files in nested directories)"},
 		{Name: "dirs", Default: "65000", Usage: "subdirectories of the flat tree"},
 		{Name: "files", Default: "20000", Usage: "files of the nested tree"},
+		{Name: "bcache", Default: "", Usage: "bcache= mount option of the iovfs-* variants (empty: the default budget, a quarter of the device up to 64M)"},
 	},
 	Setup: walkSetup,
 	Variants: []Variant{
@@ -414,8 +415,12 @@ func walkVFS(opt string, cold bool) func(Params, any) (Op, error) {
 			ns.CountDentryCacheHits(true)
 		}
 		var fs *ext4.FS
+		data := opt
+		if opt == "" && prm.Extra["bcache"] != "" {
+			data = "bcache=" + prm.Extra["bcache"]
+		}
 		mount := func() error {
-			f, err := ext4.Mount(vfs.MountRequest{Proc: p, Source: "/dev/loop0", Flags: unix.MS_RDONLY, Data: opt})
+			f, err := ext4.Mount(vfs.MountRequest{Proc: p, Source: "/dev/loop0", Flags: unix.MS_RDONLY, Data: data})
 			if err != nil {
 				return err
 			}
