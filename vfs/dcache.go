@@ -103,20 +103,51 @@ type dcStripe struct {
 }
 
 type dentry struct {
+	// The fields the hit path reads come first, in one cache line: the
+	// hash, the chain link, the directory's words and a short name kept
+	// inline (a separate string would cost another cache miss).
 	hash uint64
+	next atomic.Pointer[dentry]
 	// dirw is dir's interface words (type, pointer): the key compare,
 	// without runtime.ifaceeq. dir keeps the object alive, so no other
 	// node can have the same words while the dentry exists.
 	dirw  [2]uintptr
+	nlen  int
+	short [dcShortName]byte // the name, if it fits
+	name  string            // the name, if it does not
+
 	dir   Node
-	name  string
 	child Node // nil for a negative dentry
 	fs    FileSystem
 	reval Revalidator // dir's, if it has one
-	next  atomic.Pointer[dentry]
 	ref   atomic.Bool
 	// prev and rnext link the shard's ring, under its mu.
 	prev, rnext *dentry
+}
+
+// dcShortName is the longest name a dentry keeps inline.
+const dcShortName = 24
+
+// is reports whether the dentry's name is name.
+func (e *dentry) is(name string) bool {
+	if e.nlen != len(name) {
+		return false
+	}
+	if len(name) <= dcShortName {
+		return string(e.short[:len(name)]) == name
+	}
+	return e.name == name
+}
+
+// setName stores name in e, inline if it fits (so it does not keep the
+// path it was cut from alive either way).
+func (e *dentry) setName(name string) {
+	e.nlen = len(name)
+	if len(name) <= dcShortName {
+		copy(e.short[:], name)
+		return
+	}
+	e.name = string(append([]byte(nil), name...))
 }
 
 func (c *dcache) init(size int) {
@@ -219,7 +250,7 @@ func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (No
 	s := &c.shards[h&c.mask%dcShards]
 	if st.active.Load() == 0 {
 		for e := b.Load(); e != nil; e = e.next.Load() {
-			if e.hash != h || e.dirw != words || e.name != name {
+			if e.hash != h || e.dirw != words || !e.is(name) {
 				continue
 			}
 			if st.gen.Load() != gen {
@@ -252,7 +283,8 @@ func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (No
 	if _, ok := dirWord(node); !ok {
 		return child, err
 	}
-	e := &dentry{hash: h, dirw: ifaceWords(node), dir: node, name: name, child: child, fs: fs}
+	e := &dentry{hash: h, dirw: ifaceWords(node), dir: node, child: child, fs: fs}
+	e.setName(name)
 	e.reval, _ = node.(Revalidator)
 	c.insert(s, b, st, gen, e)
 	return child, err
@@ -261,15 +293,13 @@ func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (No
 // insert adds e unless its stripe changed since gen or a dentry for the
 // same key is there.
 func (c *dcache) insert(s *dcShard, b *atomic.Pointer[dentry], st *dcStripe, gen uint64, e *dentry) {
-	// The name may be a slice of a longer path; keep only its bytes.
-	e.name = string(append([]byte(nil), e.name...))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st.active.Load() != 0 || st.gen.Load() != gen {
 		return
 	}
 	for o := b.Load(); o != nil; o = o.next.Load() {
-		if o.hash == e.hash && o.dir == e.dir && o.name == e.name {
+		if o.hash == e.hash && o.dirw == e.dirw && o.nlen == e.nlen && o.short == e.short && o.name == e.name {
 			return
 		}
 	}
@@ -393,7 +423,7 @@ func (ch dchange) done() {
 		s := &c.shards[h&c.mask%dcShards]
 		s.mu.Lock()
 		for e := b.Load(); e != nil; e = e.next.Load() {
-			if e.hash == h && e.dir == d && e.name == name {
+			if e.hash == h && e.dir == d && e.is(name) {
 				c.unlink(s, e)
 			}
 		}
