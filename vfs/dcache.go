@@ -54,6 +54,7 @@ package vfs
 // d_revalidate.
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"reflect"
 	"sync"
@@ -71,6 +72,7 @@ const (
 
 type dcache struct {
 	seed    maphash.Seed
+	k0, k1  uint64 // keys of the inline hash
 	buckets []atomic.Pointer[dentry]
 	mask    uint64
 	// off disables the cache (SetDentryCacheSize(0)); stats turns on
@@ -152,6 +154,7 @@ func (e *dentry) setName(name string) {
 
 func (c *dcache) init(size int) {
 	*c = dcache{seed: maphash.MakeSeed(), stats: c.stats}
+	c.k0, c.k1 = maphash.Comparable(c.seed, 0), maphash.Comparable(c.seed, 1)
 	if size <= 0 {
 		c.off = true
 		size = 1
@@ -220,12 +223,33 @@ func ifaceWords(n Node) [2]uintptr {
 	return *(*[2]uintptr)(unsafe.Pointer(&n))
 }
 
-func mix(w uintptr) uint64 {
+func mix[T uintptr | uint64](w T) uint64 {
 	x := uint64(w)
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd
 	x ^= x >> 33
 	return x
+}
+
+// hash is the dentry hash of name in the directory whose pointer is w.
+// Names up to 16 bytes, nearly all of them, are hashed inline from two
+// (overlapping) word loads; longer ones by maphash.
+func (c *dcache) hash(w uintptr, name string) uint64 {
+	n := len(name)
+	if n > 16 {
+		return mix(w) ^ maphash.String(c.seed, name)
+	}
+	b := unsafe.Slice(unsafe.StringData(name), n)
+	var lo, hi uint64
+	switch {
+	case n >= 8:
+		lo, hi = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[n-8:])
+	case n >= 4:
+		lo, hi = uint64(binary.LittleEndian.Uint32(b)), uint64(binary.LittleEndian.Uint32(b[n-4:]))
+	case n > 0:
+		lo = uint64(b[0]) | uint64(b[n/2])<<8 | uint64(b[n-1])<<16
+	}
+	return mix(uint64(w)^c.k0^lo) ^ mix(hi^c.k1^uint64(n)<<56)
 }
 
 func (c *dcache) stripe(w uintptr) *dcStripe {
@@ -243,7 +267,7 @@ func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (No
 	// can hash and compare the words of any node without that check.
 	words := ifaceWords(node)
 	w := words[1]
-	h := mix(w) ^ maphash.String(c.seed, name)
+	h := c.hash(w, name)
 	st := c.stripe(w)
 	gen := st.gen.Load()
 	b := &c.buckets[h&c.mask]
@@ -418,7 +442,7 @@ func (ch dchange) done() {
 		}
 		st := c.stripe(w)
 		st.gen.Add(1)
-		h := mix(w) ^ maphash.String(c.seed, name)
+		h := c.hash(w, name)
 		b := &c.buckets[h&c.mask]
 		s := &c.shards[h&c.mask%dcShards]
 		s.mu.Lock()
