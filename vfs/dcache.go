@@ -113,7 +113,7 @@ type dentry struct {
 	// dirw is dir's interface words (type, pointer): the key compare,
 	// without runtime.ifaceeq. dir keeps the object alive, so no other
 	// node can have the same words while the dentry exists.
-	dirw  [2]uintptr
+	dirw  iwords
 	nlen  int
 	short [dcShortName]byte // the name, if it fits
 	name  string            // the name, if it does not
@@ -135,10 +135,32 @@ func (e *dentry) is(name string) bool {
 	if e.nlen != len(name) {
 		return false
 	}
+	if len(name) <= 16 {
+		// Two word loads a side, as in hash: no call to memequal.
+		a0, a1 := nameWords(e.short[:len(name)])
+		b0, b1 := nameWords(unsafe.Slice(unsafe.StringData(name), len(name)))
+		return a0 == b0 && a1 == b1
+	}
 	if len(name) <= dcShortName {
 		return string(e.short[:len(name)]) == name
 	}
 	return e.name == name
+}
+
+// nameWords packs a name of at most 16 bytes into two words that differ
+// for different names of the same length: overlapping loads of its first
+// and last 8 (or 4) bytes, or its bytes.
+func nameWords(b []byte) (uint64, uint64) {
+	n := len(b)
+	switch {
+	case n >= 8:
+		return binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[n-8:])
+	case n >= 4:
+		return uint64(binary.LittleEndian.Uint32(b)), uint64(binary.LittleEndian.Uint32(b[n-4:]))
+	case n > 0:
+		return uint64(b[0]) | uint64(b[n/2])<<8 | uint64(b[n-1])<<16, 0
+	}
+	return 0, 0
 }
 
 // setName stores name in e, inline if it fits (so it does not keep the
@@ -215,12 +237,18 @@ func dirWord(dir Node) (uintptr, bool) {
 	if reflect.TypeOf(dir).Kind() != reflect.Pointer {
 		return 0, false
 	}
-	return ifaceWords(dir)[1], true
+	return ifaceWords(dir).data, true
 }
 
-// ifaceWords returns n's type and data words.
-func ifaceWords(n Node) [2]uintptr {
-	return *(*[2]uintptr)(unsafe.Pointer(&n))
+// iwords are an interface value's two words.
+type iwords struct{ typ, data uintptr }
+
+// ifaceWords returns n's type and data words. They are loaded one by one:
+// a single 16-byte load of the two words just stored to the stack misses
+// store forwarding and stalls.
+func ifaceWords(n Node) iwords {
+	p := (*[2]uintptr)(unsafe.Pointer(&n))
+	return iwords{p[0], p[1]}
 }
 
 func mix[T uintptr | uint64](w T) uint64 {
@@ -231,25 +259,17 @@ func mix[T uintptr | uint64](w T) uint64 {
 	return x
 }
 
-// hash is the dentry hash of name in the directory whose pointer is w.
-// Names up to 16 bytes, nearly all of them, are hashed inline from two
-// (overlapping) word loads; longer ones by maphash.
-func (c *dcache) hash(w uintptr, name string) uint64 {
+// hash returns the dentry hash of name in directory dir, and dir's
+// pointer word. Names up to 16 bytes, nearly all of them, are hashed
+// inline from two (overlapping) word loads; longer ones by maphash.
+func (c *dcache) hash(dir Node, name string) (uint64, uintptr) {
+	w := ifaceWords(dir).data
 	n := len(name)
 	if n > 16 {
-		return mix(w) ^ maphash.String(c.seed, name)
+		return mix(w) ^ maphash.String(c.seed, name), w
 	}
-	b := unsafe.Slice(unsafe.StringData(name), n)
-	var lo, hi uint64
-	switch {
-	case n >= 8:
-		lo, hi = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[n-8:])
-	case n >= 4:
-		lo, hi = uint64(binary.LittleEndian.Uint32(b)), uint64(binary.LittleEndian.Uint32(b[n-4:]))
-	case n > 0:
-		lo = uint64(b[0]) | uint64(b[n/2])<<8 | uint64(b[n-1])<<16
-	}
-	return mix(uint64(w)^c.k0^lo) ^ mix(hi^c.k1^uint64(n)<<56)
+	lo, hi := nameWords(unsafe.Slice(unsafe.StringData(name), n))
+	return mix(uint64(w)^c.k0^lo) ^ mix(hi^c.k1^uint64(n)<<56), w
 }
 
 func (c *dcache) stripe(w uintptr) *dcStripe {
@@ -262,43 +282,51 @@ func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (No
 	if c.off {
 		return dir.Lookup(name)
 	}
-	// Only pointer-shaped directories get dentries (insert checks), and
-	// their type word differs from any other type's, so the hit path
-	// can hash and compare the words of any node without that check.
-	words := ifaceWords(node)
-	w := words[1]
-	h := c.hash(w, name)
+	h, w := c.hash(node, name)
 	st := c.stripe(w)
 	gen := st.gen.Load()
-	b := &c.buckets[h&c.mask]
-	s := &c.shards[h&c.mask%dcShards]
 	if st.active.Load() == 0 {
-		for e := b.Load(); e != nil; e = e.next.Load() {
-			if e.hash != h || e.dirw != words || !e.is(name) {
-				continue
-			}
-			if st.gen.Load() != gen {
-				break
-			}
-			if e.reval != nil && !e.reval.Revalidate(name, e.child) {
-				c.remove(s, b, e)
-				break
-			}
-			if !e.ref.Load() {
-				e.ref.Store(true)
-			}
-			if e.child == nil {
-				if c.stats {
-					s.negHits.Add(1)
+		if e := c.find(h, node, name); e != nil && st.gen.Load() == gen {
+			if e.reval == nil || e.reval.Revalidate(name, e.child) {
+				if !e.ref.Load() {
+					e.ref.Store(true)
 				}
-				return nil, errENOENT
+				if e.child == nil {
+					if c.stats {
+						c.shards[h&c.mask%dcShards].negHits.Add(1)
+					}
+					return nil, errENOENT
+				}
+				if c.stats {
+					c.shards[h&c.mask%dcShards].hits.Add(1)
+				}
+				return e.child, nil
 			}
-			if c.stats {
-				s.hits.Add(1)
-			}
-			return e.child, nil
+			c.remove(&c.shards[h&c.mask%dcShards], &c.buckets[h&c.mask], e)
 		}
 	}
+	return c.miss(node, dir, name, fs, h, st, gen)
+}
+
+// find returns the dentry of (node, name), whose hash is h, or nil. It
+// takes no lock. Only pointer-shaped directories get dentries (miss
+// checks), and their type word differs from any other type's, so the
+// words of any node can be compared without that check.
+func (c *dcache) find(h uint64, node Node, name string) *dentry {
+	words := ifaceWords(node)
+	for e := c.buckets[h&c.mask].Load(); e != nil; e = e.next.Load() {
+		if e.hash == h && e.dirw.data == words.data && e.dirw.typ == words.typ && e.is(name) {
+			return e
+		}
+	}
+	return nil
+}
+
+// miss asks the file system and caches its answer.
+//
+//go:noinline
+func (c *dcache) miss(node Node, dir Lookuper, name string, fs FileSystem, h uint64, st *dcStripe, gen uint64) (Node, error) {
+	s := &c.shards[h&c.mask%dcShards]
 	s.misses.Add(1)
 	child, err := dir.Lookup(name)
 	if err != nil && err != errENOENT {
@@ -310,7 +338,7 @@ func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (No
 	e := &dentry{hash: h, dirw: ifaceWords(node), dir: node, child: child, fs: fs}
 	e.setName(name)
 	e.reval, _ = node.(Revalidator)
-	c.insert(s, b, st, gen, e)
+	c.insert(s, &c.buckets[h&c.mask], st, gen, e)
 	return child, err
 }
 
@@ -442,7 +470,7 @@ func (ch dchange) done() {
 		}
 		st := c.stripe(w)
 		st.gen.Add(1)
-		h := c.hash(w, name)
+		h, _ := c.hash(d, name)
 		b := &c.buckets[h&c.mask]
 		s := &c.shards[h&c.mask%dcShards]
 		s.mu.Lock()
