@@ -242,7 +242,7 @@ func matrixPlots(res *Result) ([]*plot.Plot, error) {
 			return nil, err
 		}
 		for i := range lab.TextStyle {
-			lab.TextStyle[i].Font.Size = vg.Points(8)
+			lab.TextStyle[i].Font.Size = vg.Points(6.5)
 			lab.TextStyle[i].XAlign = -0.5
 			lab.TextStyle[i].YAlign = -0.5
 		}
