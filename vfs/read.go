@@ -25,7 +25,14 @@ func (p *Proc) Read(fd int, b []byte) (int, error) {
 	if f == nil || f.mode&fmRead == 0 {
 		return 0, errEBADF
 	}
-	return f.readBuf(b, atPos)
+	if f.mode&fmNoPos != 0 {
+		return f.readBuf(b, 0)
+	}
+	f.posMu.Lock()
+	n, err := f.readBuf(b, f.pos)
+	f.pos += int64(n)
+	f.posMu.Unlock()
+	return n, err
 }
 
 // Pread reads up to len(p) bytes from fd at offset off, as pread(2) does.
@@ -51,10 +58,18 @@ func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
 	if f == nil || f.mode&fmRead == 0 {
 		return 0, errEBADF
 	}
-	if len(iovs) == 1 && len(iovs[0]) != 0 {
-		// One non-empty buffer: exactly Read's call, so the two cost the
-		// same (the seed's readv-1seg against read).
-		return f.readBuf(iovs[0], atPos)
+	if len(iovs) == 1 { // the common case, without building an iterator
+		if len(iovs[0]) == 0 {
+			return f.readvPos(iovs, 0)
+		}
+		if f.mode&fmNoPos != 0 {
+			return f.readBuf(iovs[0], 0)
+		}
+		f.posMu.Lock()
+		n, err := f.readBuf(iovs[0], f.pos)
+		f.pos += int64(n)
+		f.posMu.Unlock()
+		return n, err
 	}
 	return f.readvPos(iovs, 0)
 }
@@ -155,25 +170,10 @@ func (f *file) readvPos(iovs [][]byte, flags int) (int, error) {
 	return n, err
 }
 
-// atPos, as readBuf's or writeBuf's offset, means the file position.
-const atPos = -1
-
-// readBuf reads into one buffer at off, or at the file position when off
-// is atPos (read, and readv with one buffer), which it then advances under
-// posMu; a file without a position reads at 0. Read and Readv reach the
-// driver through this one function, so their costs differ only by
-// Readv's test for one non-empty buffer.
+// readBuf reads into one buffer at off.
 func (f *file) readBuf(b []byte, off int64) (n int, err error) {
 	if len(b) > iov.MaxCount {
 		b = b[:iov.MaxCount]
-	}
-	locked := false
-	if off == atPos {
-		off = 0
-		if f.mode&fmNoPos == 0 {
-			f.posMu.Lock()
-			off, locked = f.pos, true
-		}
 	}
 	switch {
 	case f.rd != nil:
@@ -181,14 +181,9 @@ func (f *file) readBuf(b []byte, off int64) (n int, err error) {
 	case f.ird != nil:
 		n, err = f.ird.ReadIter(iov.Buf(b), off)
 	default:
-		err = errEINVAL
+		return 0, errEINVAL
 	}
-	n, err = fixCount(n, err)
-	if locked {
-		f.pos += int64(n)
-		f.posMu.Unlock()
-	}
-	return n, err
+	return fixCount(n, err)
 }
 
 // readIter reads into a vector with segs non-empty segments at off.
