@@ -22,16 +22,15 @@ const uioMaxIOV = 1024
 // nothing addressable is left, the answer is EFAULT without a call (Linux
 // would give EFAULT too, except on an object at end of file, where it
 // returns 0 without touching the buffer).
-func (w *instance) gather(mem api.Memory, iovs, n uint32) (*[][]byte, uint32) {
+func (w *instance) gather(mem api.Memory, iovs, n uint32) ([][]byte, bool, uint32) {
 	if n > uioMaxIOV {
-		return nil, errnoInval
+		return nil, false, errnoInval
 	}
 	arr, ok := mem.Read(iovs, n*8)
 	if !ok {
-		return nil, errnoFault
+		return nil, false, errnoFault
 	}
-	s := w.getScratch(int(n))
-	segs := *s
+	segs, own := w.getScratch(int(n))
 	var total uint64
 	for i := range segs {
 		ptr := binary.LittleEndian.Uint32(arr[i*8:])
@@ -48,17 +47,17 @@ func (w *instance) gather(mem api.Memory, iovs, n uint32) (*[][]byte, uint32) {
 				total += uint64(len(b))
 				i++
 			}
-			*s = segs[:i]
 			if total == 0 {
-				w.putScratch(s)
-				return nil, errnoFault
+				w.putScratch(segs, own)
+				return nil, false, errnoFault
 			}
-			return s, errnoSuccess
+			clear(segs[i:])
+			return segs[:i], own, errnoSuccess
 		}
 		segs[i] = b
 		total += uint64(l)
 	}
-	return s, errnoSuccess
+	return segs, own, errnoSuccess
 }
 
 // transfer is one of the four vectored calls.
@@ -91,7 +90,7 @@ func (w *instance) rw(op transfer, mod api.Module, fd int32, iovs, n uint32, off
 	if (op == opPread || op == opPwrite) && off < 0 {
 		return errnoInval
 	}
-	s, e := w.gather(mem, iovs, n)
+	segs, own, e := w.gather(mem, iovs, n)
 	if e != 0 {
 		return e
 	}
@@ -99,15 +98,15 @@ func (w *instance) rw(op transfer, mod api.Module, fd int32, iovs, n uint32, off
 	var err error
 	switch op {
 	case opRead:
-		cnt, err = w.p.Readv(int(fd), *s)
+		cnt, err = w.p.Readv(int(fd), segs)
 	case opPread:
-		cnt, err = w.p.Preadv(int(fd), *s, off)
+		cnt, err = w.p.Preadv(int(fd), segs, off)
 	case opWrite:
-		cnt, err = w.p.Writev(int(fd), *s)
+		cnt, err = w.p.Writev(int(fd), segs)
 	case opPwrite:
-		cnt, err = w.p.Pwritev(int(fd), *s, off)
+		cnt, err = w.p.Pwritev(int(fd), segs, off)
 	}
-	w.putScratch(s)
+	w.putScratch(segs, own)
 	if err != nil {
 		return errnoOf(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 // instanceOn returns an instance on p and a module with one page of
 // memory that the host functions can be called with directly.
-func instanceOn(t *testing.T, cfg Config) (*instance, *guest) {
+func instanceOn(t testing.TB, cfg Config) (*instance, *guest) {
 	t.Helper()
 	p := newProc(t)
 	w, err := newInstance(p, cfg)

@@ -93,14 +93,14 @@ func newInstance(p *vfs.Proc, cfg Config) (*instance, error) {
 }
 
 func (w *instance) closePreopens() {
-	w.mu.Lock()
 	var fds []int
-	for fd, e := range w.fds {
-		if e.isPreopen {
-			fds = append(fds, fd)
+	if p := w.fds.Load(); p != nil {
+		for fd, e := range *p {
+			if e.isPreopen {
+				fds = append(fds, fd)
+			}
 		}
 	}
-	w.mu.Unlock()
 	for _, fd := range fds {
 		w.p.Close(fd)
 	}
@@ -112,15 +112,16 @@ func (w *instance) closePreopens() {
 type instance struct {
 	p *vfs.Proc
 
-	// mu protects fds. Lookups (every call) take the read lock.
-	mu  sync.RWMutex
-	fds []fdEntry
+	// fds is indexed by descriptor. Lookups (every call) load it without
+	// a lock; changes copy it under mu and store the copy.
+	mu  sync.Mutex
+	fds atomic.Pointer[[]fdEntry]
 
 	// scratch is a [][]byte reused by the read and write functions, so an
-	// fd_read allocates nothing once warm. A call takes it with Swap(nil)
-	// and puts it back when done; a concurrent call that finds it taken
-	// makes its own.
-	scratch atomic.Pointer[[][]byte]
+	// fd_read allocates nothing once warm. busy says a call is using it;
+	// a concurrent call that finds it busy makes its own.
+	busy    atomic.Bool
+	scratch [][]byte
 }
 
 // fdEntry is what WASI tracks for a descriptor beyond the process's open
@@ -139,21 +140,33 @@ type fdEntry struct {
 
 // entry returns fd's entry, or the zero entry.
 func (w *instance) entry(fd int32) fdEntry {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	if fd < 0 || int(fd) >= len(w.fds) {
-		return fdEntry{}
+	if e := w.entryRef(fd); e != nil {
+		return *e
 	}
-	return w.fds[fd]
+	return fdEntry{}
+}
+
+// entryRef returns a pointer into the current table, or nil; the entry
+// must not be changed.
+func (w *instance) entryRef(fd int32) *fdEntry {
+	p := w.fds.Load()
+	if p == nil || fd < 0 || int(fd) >= len(*p) {
+		return nil
+	}
+	return &(*p)[fd]
 }
 
 func (w *instance) setEntry(fd int, e fdEntry) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for fd >= len(w.fds) {
-		w.fds = append(w.fds, fdEntry{})
+	var old []fdEntry
+	if p := w.fds.Load(); p != nil {
+		old = *p
 	}
-	w.fds[fd] = e
+	n := make([]fdEntry, max(len(old), fd+1))
+	copy(n, old)
+	n[fd] = e
+	w.fds.Store(&n)
 }
 
 func (w *instance) clearEntry(fd int) { w.setEntry(fd, fdEntry{}) }
@@ -165,28 +178,29 @@ func (w *instance) check(fd int32, rights uint64) uint32 {
 	if fd < 0 {
 		return errnoBadf
 	}
-	e := w.entry(fd)
-	if e.known && e.base&rights != rights {
+	if e := w.entryRef(fd); e != nil && e.known && e.base&rights != rights {
 		return errnoNotcapable
 	}
 	return errnoSuccess
 }
 
-// getScratch returns a reusable [][]byte with room for n segments.
-func (w *instance) getScratch(n int) *[][]byte {
-	s := w.scratch.Swap(nil)
-	if s == nil {
-		s = new([][]byte)
+// getScratch returns a [][]byte of n segments: the instance's own when no
+// other call is using it, else a new one.
+func (w *instance) getScratch(n int) ([][]byte, bool) {
+	if !w.busy.CompareAndSwap(false, true) {
+		return make([][]byte, n), false
 	}
-	if cap(*s) < n {
-		*s = make([][]byte, n, max(n, 16))
+	if cap(w.scratch) < n {
+		w.scratch = make([][]byte, n, max(n, 16))
 	}
-	*s = (*s)[:n]
-	return s
+	return w.scratch[:n], true
 }
 
-// putScratch drops the slices' references to guest memory and keeps s.
-func (w *instance) putScratch(s *[][]byte) {
-	clear(*s)
-	w.scratch.Store(s)
+// putScratch drops the segments' references to guest memory and, if s
+// is the instance's own, frees it for the next call.
+func (w *instance) putScratch(s [][]byte, own bool) {
+	clear(s)
+	if own {
+		w.busy.Store(false)
+	}
 }
