@@ -51,6 +51,8 @@ type file struct {
 	mnt *mount
 	// loc is where the file was opened, for getdents' "..".
 	loc location
+	// cred is the opener's credentials (Linux f_cred), set by open.
+	cred *creds
 
 	// flags are the file status flags, Linux's f_flags: the open(2)
 	// flags less O_CREAT, O_EXCL, O_NOCTTY, O_TRUNC and O_CLOEXEC, plus

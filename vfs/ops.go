@@ -288,7 +288,10 @@ const (
 // Setattrer changes a node's attributes (chmod, truncate, utimes, chown).
 // Changing the size of a directory gives EISDIR, of another non-regular
 // file EINVAL. A size past the file system's limit gives EFBIG or ENOSPC.
-// Every change sets ctime.
+// Every change sets ctime; a SetSize alone may leave the times as they
+// were where the file system's truncate(2) does (tmpfs: the current size
+// of an empty file): ftruncate and O_TRUNC add SetMtime with the current
+// time, as Linux adds ATTR_MTIME|ATTR_CTIME.
 type Setattrer interface {
 	Setattr(a SetAttr) error
 }
@@ -405,9 +408,12 @@ type Mknoder interface {
 // once a queue has held as many waiters before.
 //
 // Because a Poller's calls may block, the VFS holds a reference to the
-// open file for the duration of every read and write on it, as Linux's
-// fdget does for a shared table: a Release that a concurrent close
-// triggers runs after the calls in progress return, not under them.
+// open file for the duration of each read and write at the file position
+// (read, readv, write, writev, preadv2 and pwritev2 at offset -1), as
+// Linux's fdget does for a shared table: a Release that a concurrent close
+// triggers runs after those calls return, not under them. (Positioned
+// calls do not hold one yet; pipes, the only Pollers so far, refuse them
+// with ESPIPE.)
 type Poller interface {
 	Poll(events uint32, w *PollWaiter) uint32
 }
