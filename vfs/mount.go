@@ -108,6 +108,9 @@ type mount struct {
 	point    Node   // the directory in parent this mount covers
 	dev      uint64
 	readonly bool
+	// stFlags are the statfs f_flags the mount(2) flags gave (statfs.go),
+	// with stFlagsSet; 0 for a mount made otherwise (MountFS, the root).
+	stFlags atomic.Uint64
 
 	// openFiles counts the open files on this mount (EBUSY on unmount).
 	openFiles atomic.Int64
@@ -260,7 +263,8 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 		if err != nil {
 			return pathErr("mount", source, err)
 		}
-		p.ns.attach(loc.mnt, loc.node, src.mnt.fs, src.node, readonly || src.mnt.readonly)
+		m := p.ns.attach(loc.mnt, loc.node, src.mnt.fs, src.node, readonly || src.mnt.readonly)
+		m.stFlags.Store(src.mnt.stFlags.Load()) // clone_mnt keeps the source's flags
 		return nil
 	}
 	registry.RLock()
@@ -273,7 +277,8 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 	if err != nil {
 		return pathErr("mount", source, err)
 	}
-	p.ns.attach(loc.mnt, loc.node, fs, fs.Root(), readonly)
+	m := p.ns.attach(loc.mnt, loc.node, fs, fs.Root(), readonly)
+	m.stFlags.Store(mountStFlags(flags))
 	return nil
 }
 
