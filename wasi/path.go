@@ -71,12 +71,14 @@ func (w *instance) parent(dirfd int32, path string) (fd int, name string, done f
 	}
 	trimmed := strings.TrimRight(path, "/")
 	i := strings.LastIndexByte(trimmed, '/')
-	if i < 0 {
+	var dir string
+	switch {
+	case trimmed == "": // all slashes: the root itself
+		dir, name = "/", "."
+	case i < 0:
 		return int(dirfd), path, func() {}, 0
-	}
-	dir, name := trimmed[:i+1], path[i+1:]
-	if name == "" { // path is all slashes
-		name = "."
+	default:
+		dir, name = trimmed[:i+1], path[i+1:]
 	}
 	pfd, err := w.openBeneath(dirfd, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
@@ -174,8 +176,22 @@ func (w *instance) pathLink(_ context.Context, mod api.Module, stack []uint64) {
 	if e == 0 {
 		newPath, e = w.pathArgs(mod, newFd, uint32(stack[5]), uint32(stack[6]), rightPathLinkTarget)
 	}
-	if e == 0 {
-		e = w.atPath(oldFd, oldPath, oldFlags&lookupSymlinkFollow != 0, func(ofd int) error {
+	if e == 0 && oldFlags&lookupSymlinkFollow == 0 {
+		// linkat without AT_SYMLINK_FOLLOW does not walk the last
+		// component, so the parent is all that needs confining.
+		e = w.atParent(oldFd, oldPath, func(opfd int, oldName string) error {
+			if e := w.atParent(newFd, newPath, func(npfd int, newName string) error {
+				return w.p.Linkat(opfd, oldName, npfd, newName, 0)
+			}); e != 0 {
+				return wasiError(e)
+			}
+			return nil
+		})
+	} else if e == 0 {
+		// Following a final symlink: open what it leads to beneath
+		// old_fd, then link that (AT_EMPTY_PATH, which needs
+		// CAP_DAC_READ_SEARCH in the process, as in Linux).
+		e = w.atPath(oldFd, oldPath, true, func(ofd int) error {
 			if e := w.atParent(newFd, newPath, func(pfd int, name string) error {
 				return w.p.Linkat(ofd, "", pfd, name, unix.AT_EMPTY_PATH)
 			}); e != 0 {
