@@ -146,14 +146,19 @@ func (w *instance) fdFdstatSetRights(_ context.Context, _ api.Module, stack []ui
 }
 
 // rightsOf returns fd's entry, with the rights of its file type when the
-// module did not open it.
+// module did not open it. A character device handed in that way (a
+// standard descriptor on a terminal) lacks fd_seek and fd_tell, which is
+// how wasi-libc's isatty recognises a terminal.
 func (w *instance) rightsOf(fd int32, st *vfs.Stat) fdEntry {
 	e := w.entry(fd)
 	if !e.known {
-		if st.IsDir() {
+		switch {
+		case st.IsDir():
 			e.base, e.inherit = dirRights, allRights
-		} else {
-			e.base, e.inherit = fileRights, 0
+		case st.Mode&unix.S_IFMT == unix.S_IFCHR:
+			e.base = fileRights &^ (rightFdSeek | rightFdTell)
+		default:
+			e.base = fileRights
 		}
 	}
 	return e

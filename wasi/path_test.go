@@ -171,6 +171,14 @@ func TestRights(t *testing.T) {
 	if ft, base := g.bytes(3000, 1)[0], binary.LittleEndian.Uint64(g.bytes(3008, 8)); ft != filetypeRegularFile || base != rightFdRead {
 		t.Fatalf("fdstat: filetype %d, rights %#x; want %d, %#x", ft, base, filetypeRegularFile, rightFdRead)
 	}
+	// A character device the module did not open (fd 1 is /dev/null)
+	// has no fd_seek or fd_tell, as wasi-libc's isatty expects of a tty.
+	if e := g.call("fd_fdstat_get", 1, 3000); e != 0 {
+		t.Fatal(e)
+	}
+	if ft, base := g.bytes(3000, 1)[0], binary.LittleEndian.Uint64(g.bytes(3008, 8)); ft != filetypeCharacterDevice || base&(rightFdSeek|rightFdTell) != 0 || base&rightFdWrite == 0 {
+		t.Fatalf("fdstat of fd 1: filetype %d, rights %#x", ft, base)
+	}
 	// Asking for more than the directory may hand on.
 	p := newProc(t)
 	g2 := newGuest(t, p, Config{Preopens: []Preopen{{Path: "/w", Guest: "/"}}}, nil)
