@@ -15,16 +15,20 @@ import (
 const uioMaxIOV = 1024
 
 // gather fills the scratch segments with the iovec array at iovs (n
-// entries of {buf u32, len u32}) as slices of guest memory. Like readv(2)
-// meeting an unmapped page, a segment that runs past the end of memory
-// ends the vector: its in-bounds head is kept and the later segments are
-// dropped, so the call transfers what fits and returns that count. If
-// nothing addressable is left, the answer is EFAULT without a call (Linux
-// would give EFAULT too, except on an object at end of file, where it
-// returns 0 without touching the buffer).
+// entries of {buf u32, len u32}) as slices of guest memory. A segment
+// that runs past the end of memory ends the vector: its in-bounds head is
+// kept and the later segments are dropped, so the call transfers what
+// fits and returns that count, as Linux's readv of a regular file does at
+// an unmapped page. (Linux's readv of a pipe instead gives EFAULT and
+// leaves the bytes in the pipe; here the pipe hands over what fits. Either
+// way no byte is lost.) If nothing addressable is left, the answer is
+// EFAULT without a call. Zero segments need no array, as in Linux.
 func (w *instance) gather(mem api.Memory, iovs, n uint32) ([][]byte, bool, uint32) {
 	if n > uioMaxIOV {
 		return nil, false, errnoInval
+	}
+	if n == 0 {
+		return nil, false, errnoSuccess
 	}
 	arr, ok := mem.Read(iovs, n*8)
 	if !ok {

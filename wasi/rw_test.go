@@ -137,3 +137,43 @@ func procWithFile(t *testing.T) *procT {
 
 type apiModule = api.Module
 type procT = vfs.Proc
+
+// TestRWEdges: readv(2)'s rules at the WASI boundary. Zero iovecs read
+// nothing (even with the array pointer out of memory); more than 1024
+// give EINVAL; an iovec array outside memory gives EFAULT; a result
+// pointer outside memory gives EFAULT before anything is read; a negative
+// pread offset gives EINVAL; reading a write-only descriptor gives EBADF.
+func TestRWEdges(t *testing.T) {
+	p := newProc(t)
+	r, w, err := p.Pipe2(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Write(w, []byte("data"))
+	g := newGuest(t, p, Config{}, nil)
+	size := uint64(g.mem.Size())
+	g.iovecs(1024, [2]uint32{4096, 4})
+	for _, c := range []struct {
+		name string
+		fn   string
+		args []uint64
+		want uint32
+	}{
+		{"zero iovecs", "fd_read", []uint64{uint64(r), size + 100, 0, 2048}, 0},
+		{"1025 iovecs", "fd_read", []uint64{uint64(r), 1024, 1025, 2048}, errnoInval},
+		{"array outside memory", "fd_read", []uint64{uint64(r), size - 4, 1, 2048}, errnoFault},
+		{"result outside memory", "fd_read", []uint64{uint64(r), 1024, 1, size - 2}, errnoFault},
+		{"negative pread offset", "fd_pread", []uint64{uint64(r), 1024, 1, 1 << 63, 2048}, errnoInval},
+		{"read of the write end", "fd_read", []uint64{uint64(w), 1024, 1, 2048}, errnoBadf},
+		{"write of the read end", "fd_write", []uint64{uint64(r), 1024, 1, 2048}, errnoBadf},
+		{"pread of a pipe", "fd_pread", []uint64{uint64(r), 1024, 1, 0, 2048}, errnoSpipe},
+	} {
+		if e := g.call(c.fn, c.args...); e != c.want {
+			t.Errorf("%s: errno %d, want %d", c.name, e, c.want)
+		}
+	}
+	b := make([]byte, 8)
+	if n, _ := p.Read(r, b); string(b[:n]) != "data" {
+		t.Fatalf("the pipe holds %q after the failed calls, want data", b[:n])
+	}
+}
