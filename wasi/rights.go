@@ -46,8 +46,9 @@ const fileRights = rightFdDatasync | rightFdRead | rightFdSeek | rightFdFdstatSe
 
 // dirRights are the rights a directory can use. fd_seek and fd_tell are
 // among them because lseek(2) works on a directory in Linux (it rewinds a
-// listing); fd_readdir takes its own cookie.
-const dirRights = rightFdDatasync | rightFdFdstatSetFlags | rightFdSync | rightFdSeek | rightFdTell |
+// listing), and fd_read because read(2) of a directory is Linux's to
+// answer (EISDIR), not a missing right.
+const dirRights = rightFdDatasync | rightFdRead | rightFdFdstatSetFlags | rightFdSync | rightFdSeek | rightFdTell |
 	rightPathCreateDirectory | rightPathCreateFile | rightPathLinkSource | rightPathLinkTarget |
 	rightPathOpen | rightFdReaddir | rightPathReadlink | rightPathRenameSource |
 	rightPathRenameTarget | rightPathFilestatGet | rightPathFilestatSetSize |

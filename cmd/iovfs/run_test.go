@@ -184,30 +184,42 @@ func TestRunDifferential(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Join(hostRoot, "t")); len(ents) != 0 {
 		t.Fatalf("the tmpfs run wrote %d entries to the host directory under it", len(ents))
 	}
-	if tmpfsOut != string(linuxOut) {
-		t.Errorf("iovfs on tmpfs differs from Linux on the host's file system:\n%s\n---\n%s", tmpfsOut, linuxOut)
+	// Steps where Go's wasip1 syscall package changes the request before
+	// any runtime sees it: it cleans "nd/." to "nd", so rmdir succeeds
+	// where Linux's rmdir of a path ending in "." gives EINVAL, and the
+	// next step finds nd gone. There iovfs must answer as wazero does.
+	goCleans := map[string]bool{"rmdir with a trailing dot": true, "remove nd": true}
+	lin, waz := lines(string(linuxOut)), lines(wazeroOut.String())
+	if len(waz) != len(lin) {
+		t.Fatalf("linux printed %d steps, wazero %d:\n%s\n---\n%s", len(lin), len(waz), linuxOut, wazeroOut.String())
 	}
-
-	wasiHasNo := map[string]bool{} // steps WASI cannot express (none in the current script)
-	lin, waz, iov := lines(string(linuxOut)), lines(wazeroOut.String()), lines(iovfsOut)
-	if len(lin) != len(iov) {
-		t.Fatalf("linux printed %d steps, iovfs %d:\n%s\n---\n%s", len(lin), len(iov), linuxOut, iovfsOut)
+	compare := func(name string, out string) {
+		got := lines(out)
+		if len(got) != len(lin) {
+			t.Fatalf("linux printed %d steps, %s %d:\n%s\n---\n%s", len(lin), name, len(got), linuxOut, out)
+		}
+		for i := range lin {
+			step, _, _ := strings.Cut(lin[i], ":")
+			want := lin[i]
+			if goCleans[step] {
+				want = waz[i]
+			}
+			if got[i] != want {
+				t.Errorf("%s differs from Linux:\n  want: %s\n  got:  %s", name, want, got[i])
+			}
+		}
 	}
+	compare("iovfs on hostfs", iovfsOut)
+	compare("iovfs on tmpfs", tmpfsOut)
 	wazeroDiffs := 0
 	for i := range lin {
 		step, _, _ := strings.Cut(lin[i], ":")
-		if wasiHasNo[step] {
-			continue
-		}
-		if iov[i] != lin[i] {
-			t.Errorf("iovfs differs from Linux:\n  linux: %s\n  iovfs: %s", lin[i], iov[i])
-		}
-		if i < len(waz) && waz[i] != lin[i] {
+		if waz[i] != lin[i] && !goCleans[step] {
 			wazeroDiffs++
 			t.Logf("wazero differs from Linux:\n  linux:  %s\n  wazero: %s", lin[i], waz[i])
 		}
 	}
-	t.Logf("%d steps compared; iovfs differs from Linux in %d, wazero in %d", len(lin), 0, wazeroDiffs)
+	t.Logf("%d steps compared (%d changed by Go's wasip1 syscall package); wazero differs from Linux in %d", len(lin), len(goCleans), wazeroDiffs)
 	if lt, it := tree(t, linuxDir), tree(t, iovfsDir); lt != it {
 		t.Errorf("final trees differ:\nlinux:\n%s\niovfs:\n%s", lt, it)
 	}

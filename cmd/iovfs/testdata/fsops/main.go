@@ -19,6 +19,9 @@ var dir string
 
 func p(s string) string { return filepath.Join(dir, s) }
 
+// raw joins without cleaning, to keep a trailing "/" or "/.".
+func raw(s string) string { return strings.TrimSuffix(dir, "/") + "/" + s }
+
 func report(step string, v any, err error) {
 	if err != nil {
 		var e syscall.Errno
@@ -137,6 +140,33 @@ func main() {
 	_, err = os.ReadDir(p("b.txt"))
 	report("readdir a file", nil, err)
 	report("removeall d", nil, os.RemoveAll(p("d/e")))
+	_, err = os.OpenFile(p("b.txt"), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	report("O_DIRECTORY on a file", nil, err)
+	_, err = os.OpenFile(p("s"), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	report("O_NOFOLLOW on a symlink", nil, err)
+	_, err = os.OpenFile(p("d"), os.O_WRONLY, 0)
+	report("open a directory for writing", nil, err)
+	report("symlink loop", nil, os.Symlink("loop", p("loop")))
+	_, err = os.Open(p("loop"))
+	report("open a symlink loop", nil, err)
+	_, err = os.Create(p(strings.Repeat("n", 256)))
+	report("create a 256-byte name", nil, err)
+	dd, _ := os.Open(p("d"))
+	_, err = dd.Read(b)
+	report("read a directory", nil, err)
+	dd.Close()
+	_, err = os.Stat(raw("b.txt/"))
+	report("stat file/", nil, err)
+	report("remove file/", nil, os.Remove(raw("b.txt/")))
+	report("rename onto itself", nil, os.Rename(p("b.txt"), p("b.txt")))
+	report("rename a missing name onto itself", nil, os.Rename(p("nope2"), p("nope2")))
+	report("mkdir with a trailing slash", nil, os.Mkdir(raw("nd/"), 0o755))
+	report("truncate a directory", nil, os.Truncate(p("nd"), 0))
+	report("link a symlink", nil, os.Link(p("s"), p("s2")))
+	lst, err = os.Lstat(p("s2"))
+	report("lstat the link of a symlink", lst.Mode()&os.ModeSymlink != 0, err)
+	report("rmdir with a trailing dot", nil, syscall.Rmdir(raw("nd/.")))
+	report("remove nd", nil, os.Remove(p("nd")))
 	wd, _ := os.Getwd()
 	report("chdir d", nil, os.Chdir(p("d")))
 	report("relative create", nil, os.WriteFile("rel", []byte("r"), 0o644))
