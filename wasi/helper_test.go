@@ -20,6 +20,7 @@ type guest struct {
 	ctx context.Context
 	mod api.Module
 	mem api.Memory
+	r   wazero.Runtime
 }
 
 // allWASI are the functions every test guest imports.
@@ -49,7 +50,7 @@ func newGuest(t testing.TB, p *vfs.Proc, cfg Config, wcfg wazero.ModuleConfig, l
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &guest{t: t, ctx: ctx, mod: mod, mem: mod.Memory()}
+	return &guest{t: t, ctx: ctx, mod: mod, mem: mod.Memory(), r: r}
 }
 
 // call calls a WASI function through the guest and returns its errno.

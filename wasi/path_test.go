@@ -248,3 +248,16 @@ func TestErrnoNames(t *testing.T) {
 		t.Fatalf("only %d Linux errnos have WASI twins", mapped)
 	}
 }
+
+// TestInstantiateTwice: a runtime holds one wasi_snapshot_preview1; the
+// second Instantiate fails and leaves no preopen open in the process.
+func TestInstantiateTwice(t *testing.T) {
+	p := newProc(t)
+	g := newGuest(t, p, Config{Preopens: []Preopen{{Path: "/w"}}}, nil)
+	if _, err := Instantiate(g.ctx, g.r, p, Config{Preopens: []Preopen{{Path: "/tmp"}}}); err == nil {
+		t.Fatal("a second wasi module in one runtime was accepted")
+	}
+	if _, err := p.Fstat(4); err == nil {
+		t.Fatal("the failed Instantiate left its preopen open as fd 4")
+	}
+}

@@ -70,7 +70,12 @@ func Instantiate(ctx context.Context, r wazero.Runtime, p *vfs.Proc, cfg Config)
 	}
 	b := r.NewHostModuleBuilder(ModuleName)
 	w.export(b)
-	return b.Instantiate(ctx)
+	m, err := b.Instantiate(ctx)
+	if err != nil {
+		w.closePreopens()
+		return nil, err
+	}
+	return m, nil
 }
 
 // newInstance opens the preopens and records the rights of the
