@@ -3,6 +3,7 @@ package wasi
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"github.com/iovfs/iovfs/vfs"
 	"github.com/tetratelabs/wazero/api"
 	"testing"
@@ -175,5 +176,60 @@ func TestRWEdges(t *testing.T) {
 	b := make([]byte, 8)
 	if n, _ := p.Read(r, b); string(b[:n]) != "data" {
 		t.Fatalf("the pipe holds %q after the failed calls, want data", b[:n])
+	}
+}
+
+// TestConcurrentGuests: two guest modules of one runtime share the wasi
+// module; their fd_reads run at the same time (one on the shared scratch
+// vector, one on its own) and each sees its own bytes.
+func TestConcurrentGuests(t *testing.T) {
+	p := newProc(t)
+	g1 := newGuest(t, p, Config{}, nil)
+	mod2, err := g1.r.InstantiateWithConfig(g1.ctx, wasmgen.Module(4, wasmgen.Imports(allWASI...), nil), wazero.NewModuleConfig().WithName("second"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2 := &guest{t: t, ctx: g1.ctx, mod: mod2, mem: mod2.Memory(), r: g1.r}
+	n := 2000
+	if testing.Short() {
+		n = 200
+	}
+	done := make(chan error, 2)
+	for i, g := range []*guest{g1, g2} {
+		fd, err := p.Open("/tmp/c", unix.O_RDWR|unix.O_CREAT, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			p.Write(fd, bytes.Repeat([]byte("ab"), 4096))
+		}
+		g.iovecs(1024, [2]uint32{8192, 3}, [2]uint32{9000, 5}, [2]uint32{10000, 8})
+		go func() {
+			fn := g.mod.ExportedFunction("fd_pread")
+			for k := 0; k < n; k++ {
+				off := uint64(k % 2)
+				res, err := fn.Call(g.ctx, uint64(fd), 1024, 3, off, 2048)
+				if err != nil || res[0] != 0 {
+					done <- fmt.Errorf("fd_pread: %v, errno %v", err, res)
+					return
+				}
+				c, _ := g.mem.ReadUint32Le(2048)
+				a, _ := g.mem.Read(8192, 3)
+				want := "aba"
+				if off == 1 {
+					want = "bab"
+				}
+				if c != 16 || string(a) != want {
+					done <- fmt.Errorf("fd_pread at %d: %d bytes, %q; want 16, %q", off, c, a, want)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
