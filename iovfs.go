@@ -22,6 +22,7 @@ import (
 	"github.com/iovfs/iovfs/fs/devfs"
 	"github.com/iovfs/iovfs/fs/tmpfs"
 	"github.com/iovfs/iovfs/vfs"
+	"golang.org/x/sys/unix"
 )
 
 // An Option changes what New builds.
@@ -31,6 +32,20 @@ type config struct {
 	devices  []namedDevice
 	ramDisks int
 	ramSize  int64
+	cred     *credOption
+}
+
+type credOption struct {
+	uid, gid int
+	groups   []int
+}
+
+// WithCred makes New return a process whose real, effective, saved and
+// file-system user and group ids are uid and gid, with the supplementary
+// groups given: an unprivileged process, refused where Linux refuses one,
+// unless uid is 0. The namespace is laid out as root first.
+func WithCred(uid, gid int, groups ...int) Option {
+	return func(c *config) { c.cred = &credOption{uid, gid, groups} }
 }
 
 type namedDevice struct {
@@ -105,5 +120,43 @@ func New(opts ...Option) (*vfs.Proc, error) {
 	if err := p.Mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777"); err != nil {
 		return nil, fmt.Errorf("iovfs: %w", err)
 	}
+	if err := registerDevices(ns, dev); err != nil {
+		return nil, fmt.Errorf("iovfs: %w", err)
+	}
+	if c.cred != nil {
+		return vfs.NewProcCred(ns, c.cred.uid, c.cred.gid, c.cred.groups...), nil
+	}
 	return p, nil
+}
+
+// registerDevices registers every device of /dev by its type and number,
+// so that device nodes made with mknod anywhere open the same drivers.
+// Devices added to /dev later (LOOP_CTL_ADD) are not registered.
+func registerDevices(ns *vfs.Namespace, dev *devfs.FS) error {
+	root := dev.Root()
+	names, ok := root.(interface{ Names() []string })
+	lk, ok2 := root.(vfs.Lookuper)
+	if !ok || !ok2 {
+		return nil
+	}
+	for _, name := range names.Names() {
+		n, err := lk.Lookup(name)
+		if err != nil {
+			return err
+		}
+		st, err := n.Stat()
+		if err != nil {
+			return err
+		}
+		o, ok := n.(vfs.Opener)
+		if !ok {
+			continue
+		}
+		// A number given to two names (WithDevice may add variants of a
+		// standard device) opens the first name in sorted order.
+		if err := ns.RegisterDevice(st.Mode&unix.S_IFMT, st.Rdev, o); err != nil && err != unix.EBUSY {
+			return fmt.Errorf("/dev/%s: %w", name, err)
+		}
+	}
+	return nil
 }

@@ -5,6 +5,9 @@ package bench
 var experiments = []*Experiment{
 	zeroExperiment,
 	daxExperiment,
+	pipeExperiment,
+	pipePingPongExperiment,
+	walkExperiment,
 	matrixExperiment,
 }
 

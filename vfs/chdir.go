@@ -2,14 +2,38 @@ package vfs
 
 import "strings"
 
-// Chdir makes path the current directory, as chdir(2) does.
+// Chdir makes path the current directory, as chdir(2) does: a
+// non-directory gives ENOTDIR, a directory the caller may not search
+// EACCES.
 func (p *Proc) Chdir(path string) error {
 	loc, err := p.walk(path, true)
 	if err == nil {
-		err = mustDir(loc.node)
+		err = p.chdirLoc(loc)
 	}
-	if err != nil {
-		return pathErr("chdir", path, err)
+	return pathErr("chdir", path, err)
+}
+
+// Fchdir makes the directory open as fd (O_PATH descriptors included) the
+// current directory, as fchdir(2) does.
+func (p *Proc) Fchdir(fd int) error {
+	f := p.files.get(fd)
+	if f == nil {
+		return errEBADF
+	}
+	if f.loc.mnt == nil {
+		return errENOTDIR
+	}
+	return p.chdirLoc(f.loc)
+}
+
+// chdirLoc is set_fs_pwd after chdir's checks: ENOTDIR, then search
+// permission.
+func (p *Proc) chdirLoc(loc location) error {
+	if err := mustDir(loc.node); err != nil {
+		return err
+	}
+	if err := p.cred.Load().mayLookup(loc); err != nil {
+		return err
 	}
 	p.cwd.Store(&loc)
 	return nil

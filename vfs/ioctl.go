@@ -1,5 +1,7 @@
 package vfs
 
+import "golang.org/x/sys/unix"
+
 // Ioctl performs the device-specific request req on fd, as ioctl(2) does,
 // and returns the request's result. arg is the request's argument as a Go
 // value: x/sys/unix's own types where they exist (*unix.LoopConfig for
@@ -13,7 +15,7 @@ package vfs
 // per request, as Linux drivers do.
 func (p *Proc) Ioctl(fd int, req uint, arg any) (int, error) {
 	f := p.files.get(fd)
-	if f == nil || !f.tryRef() {
+	if f == nil || f.flags.Load()&unix.O_PATH != 0 || !f.tryRef() {
 		return 0, errEBADF
 	}
 	defer f.release()

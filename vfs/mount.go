@@ -78,8 +78,22 @@ type Namespace struct {
 	// mu serialises mount and unmount; mounts is replaced under it.
 	mu     sync.Mutex
 	mounts atomic.Pointer[map[mountKey]*mount]
+	// mountList is the table as a short list, or nil (see listOf):
+	// mountedOn scans it rather than hashing a mountKey. It is replaced
+	// after mounts, from the same table; a reader uses one or the other.
+	mountList atomic.Pointer[[]mountEntry]
 
 	nextDev atomic.Uint32
+
+	// seq counts renames and mount changes, twice each: odd while one
+	// runs. Scoped walks (openat2 RESOLVE_BENEATH, RESOLVE_IN_ROOT) check
+	// it at every "..", as Linux checks rename_lock and mount_lock.
+	seq atomic.Uint64
+
+	// devices are the drivers device nodes open (device.go).
+	devices deviceTable
+	// dcache is the dentry cache; see dcache.go for its rules.
+	dcache dcache
 }
 
 type mountKey struct {
@@ -119,9 +133,11 @@ func (m *mount) maybeShutdown() {
 // NewNamespace returns a namespace whose root is fs.
 func NewNamespace(root FileSystem) *Namespace {
 	ns := &Namespace{}
+	ns.dcache.init(DefaultDentryCacheSize)
 	ns.root = &mount{fs: root, root: root.Root(), dev: ns.newDev()}
 	m := map[mountKey]*mount{}
 	ns.mounts.Store(&m)
+	ns.mountList.Store(listOf(m))
 	return ns
 }
 
@@ -133,11 +149,50 @@ func (ns *Namespace) newDev() uint64 {
 
 // mountedOn returns the mount that covers node in parent, or nil.
 func (ns *Namespace) mountedOn(parent *mount, node Node) *mount {
+	if l := ns.mountList.Load(); l != nil {
+		w := ifaceWords(node)
+		for i := range *l {
+			if e := &(*l)[i]; e.point.data == w.data && e.point.typ == w.typ && e.parent == parent {
+				return e.m
+			}
+		}
+		return nil
+	}
 	return (*ns.mounts.Load())[mountKey{parent, node}]
+}
+
+// mountEntry is one entry of the table, for mountList.
+type mountEntry struct {
+	parent *mount
+	point  iwords
+	m      *mount
+}
+
+// maxMountScan is how many mounts mountedOn scans before it prefers the
+// map.
+const maxMountScan = 16
+
+// listOf returns table t as a list for mountedOn, or nil if it is too
+// long or holds a mount point whose type is not a pointer (its words
+// would not decide ==).
+func listOf(t map[mountKey]*mount) *[]mountEntry {
+	if len(t) > maxMountScan {
+		return nil
+	}
+	l := make([]mountEntry, 0, len(t))
+	for k, m := range t {
+		if _, ok := dirWord(k.point); !ok {
+			return nil
+		}
+		l = append(l, mountEntry{k.parent, ifaceWords(k.point), m})
+	}
+	return &l
 }
 
 // update replaces the mount table with a copy changed by fn, under mu.
 func (ns *Namespace) update(fn func(map[mountKey]*mount)) {
+	ns.seq.Add(1)
+	defer ns.seq.Add(1)
 	old := *ns.mounts.Load()
 	next := make(map[mountKey]*mount, len(old)+1)
 	for k, v := range old {
@@ -145,6 +200,7 @@ func (ns *Namespace) update(fn func(map[mountKey]*mount)) {
 	}
 	fn(next)
 	ns.mounts.Store(&next)
+	ns.mountList.Store(listOf(next))
 }
 
 // attach mounts fs on the directory dir of mount parent, on top of any
@@ -185,9 +241,13 @@ func (ns *Namespace) MountFS(path string, fs FileSystem, readonly bool) error {
 // the directory target, as mount(2) does. MS_RDONLY makes writes give
 // EROFS; MS_BIND mounts the directory source again at target (fstype is
 // then ignored). A target that is not a directory gives ENOTDIR, an
-// unknown fstype ENODEV. Other MS_* flags are accepted and ignored.
+// unknown fstype ENODEV. Other MS_* flags are accepted and ignored. A
+// process without CAP_SYS_ADMIN gets EPERM once target is found.
 func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) error {
 	loc, err := p.walk(target, true)
+	if err == nil && !p.Privileged() {
+		err = errEPERM // path_mount: may_mount, after the target's lookup
+	}
 	if err == nil {
 		err = mustDir(loc.node)
 	}
@@ -223,12 +283,16 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 // flags has MNT_DETACH: then it leaves the namespace at once, with the
 // mounts below it, and its file system is shut down when its last open
 // file is closed. UMOUNT_NOFOLLOW does not follow a final symlink; MNT_FORCE
-// is accepted; other flags give EINVAL.
+// is accepted; other flags give EINVAL; a process without CAP_SYS_ADMIN
+// gets EPERM once target is found.
 func (p *Proc) Unmount(target string, flags int) error {
 	if flags&^(unix.MNT_DETACH|unix.MNT_FORCE|unix.UMOUNT_NOFOLLOW) != 0 {
 		return pathErr("umount", target, errEINVAL)
 	}
 	loc, err := p.walk(target, flags&unix.UMOUNT_NOFOLLOW == 0)
+	if err == nil && !p.Privileged() {
+		err = errEPERM // can_umount: may_mount, after the lookup
+	}
 	if err != nil {
 		return pathErr("umount", target, err)
 	}
@@ -257,6 +321,7 @@ func (p *Proc) Unmount(target string, flags int) error {
 	})
 	for _, c := range below {
 		c.detached.Store(true)
+		ns.dcache.forgetFS(c.fs)
 		c.maybeShutdown()
 	}
 	return nil

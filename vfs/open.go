@@ -1,6 +1,8 @@
 package vfs
 
 import (
+	"time"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -18,138 +20,244 @@ import (
 //
 // Errors are *fs.PathError values wrapping a syscall.Errno.
 func (p *Proc) Open(path string, flags int, perm uint32) (int, error) {
-	f, err := p.openFile(path, flags, perm)
+	return p.openAt("open", unix.AT_FDCWD, path, flags, perm, 0)
+}
+
+// Openat is Open with path relative to the directory open as dirfd (or the
+// current directory for AT_FDCWD), as openat(2) does. The caller needs
+// search permission on every directory of the path, read or write
+// permission on the file by the access mode (O_TRUNC needs write), and, to
+// create, write and search permission on the parent (EACCES); a file it
+// creates is not checked. O_NOATIME needs the file's owner (EPERM). O_PATH
+// opens the file only as a location (for *at calls, Fstat and Fchdir):
+// reads, writes and the other descriptor calls give EBADF. O_CREAT with
+// O_DIRECTORY gives EINVAL, O_TMPFILE EOPNOTSUPP.
+func (p *Proc) Openat(dirfd int, path string, flags int, mode uint32) (int, error) {
+	return p.openAt("openat", dirfd, path, flags, mode, 0)
+}
+
+// openAt is open(2), openat(2) and openat2(2) after their flag checks.
+func (p *Proc) openAt(op string, dirfd int, path string, flags int, perm uint32, resolve uint64) (int, error) {
+	f, err := p.openFile(dirfd, path, flags, perm, resolve)
 	if err != nil {
-		return -1, pathErr("open", path, err)
+		return -1, pathErr(op, path, err)
 	}
-	fd, err := p.files.install(f, 0)
+	fd, err := p.files.installFlags(f, 0, flags&unix.O_CLOEXEC != 0)
 	if err != nil {
 		f.release()
-		return -1, pathErr("open", path, err)
+		return -1, pathErr(op, path, err)
 	}
 	return fd, nil
 }
 
 // openFile resolves path, creating it if asked, and opens it.
-func (p *Proc) openFile(path string, flags int, perm uint32) (*file, error) {
-	loc, err := p.lookupForOpen(path, flags, perm)
+func (p *Proc) openFile(dirfd int, path string, flags int, perm uint32, resolve uint64) (*file, error) {
+	if flags&unix.O_PATH != 0 {
+		flags &= oPathFlags
+	}
+	if flags&(unix.O_DIRECTORY|unix.O_CREAT) == unix.O_DIRECTORY|unix.O_CREAT {
+		return nil, errEINVAL // build_open_flags, since Linux 6.4
+	}
+	if flags&oTmpfile != 0 {
+		if flags&unix.O_DIRECTORY == 0 || flags&unix.O_ACCMODE == unix.O_RDONLY {
+			return nil, errEINVAL
+		}
+		return nil, errEOPNOTSUP
+	}
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	w := p.newWalker()
+	w.rflags = resolve
+	var start location
+	var err error
+	if w.scoped() && !(path[0] == '/' && resolve&unix.RESOLVE_BENEATH != 0) {
+		// The root of a scoped walk is dirfd, even for an absolute path
+		// under RESOLVE_IN_ROOT.
+		start, err = p.dirStart(dirfd, ".")
+		w.root = start
+		w.seq = p.ns.seq.Load()
+	} else {
+		start, err = p.dirStart(dirfd, path)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return p.openLoc(loc, flags)
+	loc, created, err := p.lookupForOpen(&w, start, path, flags, perm)
+	if err != nil {
+		return nil, err
+	}
+	f, err := p.openLoc(loc, flags, created)
+	if f != nil {
+		f.cred = w.cred
+	}
+	return f, err
 }
 
+// oPathFlags are the flags O_PATH keeps (O_PATH_FLAGS); oTmpfile is
+// __O_TMPFILE.
+const (
+	oPathFlags = unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_PATH | unix.O_CLOEXEC
+	oTmpfile   = unix.O_TMPFILE &^ unix.O_DIRECTORY
+)
+
 // lookupForOpen is the walk of open(2): Linux's path_openat, with its
-// O_CREAT, O_EXCL and O_NOFOLLOW rules.
-func (p *Proc) lookupForOpen(path string, flags int, perm uint32) (location, error) {
+// O_CREAT, O_EXCL and O_NOFOLLOW rules. created reports whether it made
+// the file.
+func (p *Proc) lookupForOpen(w *walker, cur location, path string, flags int, perm uint32) (location, bool, error) {
 	follow := flags&unix.O_NOFOLLOW == 0
 	if flags&unix.O_CREAT == 0 {
-		loc, err := p.walk(path, follow)
+		loc, err := w.resolve(cur, path, follow)
 		if err != nil {
-			return location{}, err
+			return location{}, false, err
 		}
-		if _, ok := loc.node.(Readlinker); ok && !follow {
-			return location{}, unix.ELOOP
+		if _, ok := loc.node.(Readlinker); ok && !follow && flags&unix.O_PATH == 0 {
+			return location{}, false, unix.ELOOP
 		}
-		return loc, nil
-	}
-	w := walker{ns: p.ns}
-	cur := p.ns.start(*p.cwd.Load(), path)
-	if err := checkPath(path); err != nil {
-		return location{}, err
+		return loc, false, nil
 	}
 	for {
 		dir, name, trailing, err := w.parent(cur, path)
 		if err != nil {
-			return location{}, err
+			return location{}, false, err
 		}
 		if trailing {
-			return location{}, errEISDIR // open_last_lookups: O_CREAT and a trailing slash
+			return location{}, false, errEISDIR // open_last_lookups: O_CREAT and a trailing slash
 		}
 		if name == "" || name == "." || name == ".." {
 			// do_open: O_CREAT on a directory.
 			if _, err := w.step(dir, name, true); err != nil {
-				return location{}, err
+				return location{}, false, err
 			}
-			return location{}, errEISDIR
+			return location{}, false, errEISDIR
 		}
 		existing, err := w.step(dir, name, false)
 		if err == nil {
 			if flags&unix.O_EXCL != 0 {
-				return location{}, unix.EEXIST
+				return location{}, false, unix.EEXIST
 			}
 			rl, isLink := existing.node.(Readlinker)
 			if !isLink {
 				if isDir(existing.node) {
-					return location{}, errEISDIR // do_open: O_CREAT on a directory
+					return location{}, false, errEISDIR // do_open: O_CREAT on a directory
 				}
-				return existing, nil
+				return existing, false, nil
 			}
-			if !follow {
-				return location{}, unix.ELOOP
+			if !follow || w.rflags&unix.RESOLVE_NO_SYMLINKS != 0 {
+				return location{}, false, unix.ELOOP
 			}
 			w.links++
 			if w.links > maxSymlinks {
-				return location{}, unix.ELOOP
+				return location{}, false, unix.ELOOP
 			}
 			target, err := rl.Readlink()
 			if err != nil {
-				return location{}, err
+				return location{}, false, err
 			}
 			if err := checkPath(target); err != nil {
-				return location{}, err
+				return location{}, false, err
 			}
 			// Create or open the symlink's target, relative to dir.
 			cur, path = dir, target
 			continue
 		}
 		if err != errENOENT && err != unix.ENOENT {
-			return location{}, err
+			return location{}, false, err
 		}
 		if dir.mnt.readonly {
-			return location{}, unix.EROFS
+			return location{}, false, unix.EROFS
 		}
-		c, ok := dir.node.(Creator)
+		c := w.cred
+		if err := c.mayCreate(dir); err != nil {
+			return location{}, false, err // may_o_create
+		}
+		cr, ok := dir.node.(Creator)
 		if !ok {
-			return location{}, unix.EPERM
+			return location{}, false, unix.EPERM
 		}
-		n, err := c.Create(name, perm&0o7777&^p.umask.Load(), p.cred)
+		mode := c.stripSgid(dir.node, unix.S_IFREG|perm&0o7777) & 0o7777 &^ p.umask.Load()
+		ch := p.ns.dcache.invalidate(dir.node, name)
+		n, err := cr.Create(name, mode, c.fsCred())
+		ch.done()
 		if err != nil {
-			return location{}, err
+			return location{}, false, err
 		}
-		return location{dir.mnt, n}, nil
+		return location{dir.mnt, n}, true, nil
 	}
 }
 
-// openLoc opens the node at loc.
-func (p *Proc) openLoc(loc location, flags int) (*file, error) {
+// openLoc opens the node at loc: do_open, may_open and vfs_open in their
+// order. created says the open made the file: then neither permission nor
+// O_TRUNC applies.
+func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 	st, err := loc.node.Stat()
 	if err != nil {
 		return nil, err
 	}
-	acc := flags & unix.O_ACCMODE
-	writes := acc == unix.O_WRONLY || acc == unix.O_RDWR
-	if st.IsDir() && (writes || flags&unix.O_TRUNC != 0) { // may_open: MAY_WRITE on a directory
-		return nil, errEISDIR
-	}
 	if flags&unix.O_DIRECTORY != 0 && !st.IsDir() {
 		return nil, errENOTDIR
 	}
-	if loc.mnt.readonly && (writes || flags&unix.O_TRUNC != 0 && st.IsRegular()) {
+	if flags&unix.O_PATH != 0 {
+		f := newFile(loc.node, pathHandle{}, flags)
+		f.mode &^= fmRead | fmWrite
+		f.mnt = loc.mnt
+		f.loc = loc
+		loc.mnt.openFiles.Add(1)
+		return f, nil
+	}
+	acc := flags & unix.O_ACCMODE
+	writes := acc == unix.O_WRONLY || acc == unix.O_RDWR
+	typ := st.Mode & unix.S_IFMT
+	special := typ != unix.S_IFREG && typ != unix.S_IFDIR && typ != unix.S_IFLNK
+	trunc := flags&unix.O_TRUNC != 0 && typ == unix.S_IFREG && !created
+	if trunc && loc.mnt.readonly {
+		return nil, unix.EROFS // do_open's mnt_want_write for O_TRUNC
+	}
+	mask := 0
+	if !created {
+		mask = accMask[acc]
+		if flags&unix.O_TRUNC != 0 {
+			mask |= MayWrite
+		}
+	}
+	if st.IsDir() && mask&MayWrite != 0 { // may_open: MAY_WRITE on a directory
+		return nil, errEISDIR
+	}
+	c := p.cred.Load()
+	if mask != 0 {
+		if err := c.permissionAttrs(loc.mnt, st.Mode, st.Uid, st.Gid, mask); err != nil {
+			return nil, err
+		}
+	}
+	if flags&unix.O_NOATIME != 0 && !c.ownerOrCapable(st.Uid) {
+		return nil, errEPERM
+	}
+	if loc.mnt.readonly && writes && !special {
 		return nil, unix.EROFS
 	}
 	var h Handle = loc.node
-	if o, ok := loc.node.(Opener); ok {
+	o, isOpener := loc.node.(Opener)
+	if !isOpener && special {
+		// A FIFO, socket or device node of a file system (mknod).
+		return p.openSpecial(loc, st, flags)
+	}
+	if isOpener {
 		if h, err = o.Open(flags); err != nil {
 			return nil, err
 		}
 	} else if st.IsDir() {
 		h = dirHandle{}
 	}
-	if flags&unix.O_TRUNC != 0 && st.IsRegular() {
-		// Linux truncates in the VFS (handle_truncate), for any access mode
-		// that may write: as root, that is every mode.
-		if err := setattr(loc.node, SetAttr{Valid: SetSize, Size: 0}); err != nil {
+	if err := openFlags(h, st, flags); err != nil {
+		if r, ok := h.(Releaser); ok {
+			r.Release()
+		}
+		return nil, err
+	}
+	if trunc {
+		// Linux truncates in the VFS (handle_truncate), after the checks
+		// above; a caller without CAP_FSETID loses the set-ID bits.
+		if err := setattr(loc.node, c.killPriv(st, SetAttr{Valid: SetSize | SetMtime, Size: 0, Mtime: time.Now()})); err != nil {
 			if r, ok := h.(Releaser); ok {
 				r.Release()
 			}
@@ -157,11 +265,22 @@ func (p *Proc) openLoc(loc location, flags int) (*file, error) {
 		}
 	}
 	f := newFile(loc.node, h, flags)
+	if writes && typ == unix.S_IFREG {
+		f.mode |= fmKillPriv
+	}
 	f.mnt = loc.mnt
 	f.loc = loc
 	loc.mnt.openFiles.Add(1)
 	return f, nil
 }
+
+// accMask is ACC_MODE: the permission each access mode needs (mode 3, which
+// Linux accepts, needs both).
+var accMask = [4]int{MayRead, MayWrite, MayRead | MayWrite, MayRead | MayWrite}
+
+// pathHandle is the handle of an O_PATH file: it has no methods, so every
+// call that needs a driver method fails.
+type pathHandle struct{}
 
 // dirHandle is the handle of a directory that has no Opener: reads give
 // EISDIR, as Linux's generic_read_dir does.
@@ -170,11 +289,12 @@ type dirHandle struct{}
 func (dirHandle) Read([]byte, int64) (int, error) { return 0, errEISDIR }
 
 // Close closes fd. The open file is released when its last descriptor is
-// closed.
+// closed. The process's POSIX record locks on the file go with any of its
+// descriptors, as in Linux (locks_remove_posix in filp_close).
 func (p *Proc) Close(fd int) error {
 	f := p.files.remove(fd)
 	if f == nil {
 		return errEBADF
 	}
-	return f.release()
+	return p.closeFile(f)
 }

@@ -9,32 +9,52 @@
 // write.go, seek.go, open.go, dup.go, stat.go, mkdir.go, unlink.go,
 // rename.go, link.go, attr.go, getdents.go, chdir.go, mount.go.
 //
-// A Proc acts as root: file permission bits are kept and reported, but not
-// enforced, as for a process with CAP_DAC_OVERRIDE.
+// A Proc has credentials (cred.go) and is refused where Linux would refuse
+// it (permission.go): NewProc gives a root process, NewProcCred an
+// unprivileged one. The dirfd-relative calls share at.go; openat2's
+// confinement is in openat2.go and the walk (walk.go); access.go, fork.go,
+// device.go (device numbers to drivers) and privs.go (set-ID bits cleared
+// by writes) hold the rest.
 package vfs
 
 import (
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
-// Proc is a process: a file descriptor table, a current directory, a umask
-// and a view of a namespace. Its methods are safe for concurrent use.
+// Proc is a process: a file descriptor table, a current directory, a umask,
+// credentials and a view of a namespace. Its methods are safe for
+// concurrent use.
 type Proc struct {
 	ns    *Namespace
 	files fdTable
 	// cwd is replaced whole by Chdir; the walk loads it once.
 	cwd   atomic.Pointer[location]
 	umask atomic.Uint32
-	cred  Cred
+	// cred is replaced whole by the set*id calls; a call loads it once.
+	cred atomic.Pointer[creds]
+	pid  int32 // set once by NewProc or Fork (newPid)
 }
 
-// NewProc returns a process with an empty descriptor table, in ns, with
-// the namespace root as its current directory and a umask of 022.
+// lastPid is the last process id handed out by newPid.
+var lastPid atomic.Int32
+
+// newPid returns a new process id, unique in this Go process and positive:
+// what F_GETLK reports as the owner of a process-associated lock.
+func newPid() int32 { return lastPid.Add(1) }
+
+// Pid returns the process's id, unique among the Procs of this Go process.
+func (p *Proc) Pid() int { return int(p.pid) }
+
+// NewProc returns a root process with an empty descriptor table, in ns,
+// with the namespace root as its current directory and a umask of 022.
 func NewProc(ns *Namespace) *Proc {
-	p := &Proc{ns: ns}
+	p := &Proc{ns: ns, pid: newPid()}
 	p.files.init()
 	p.cwd.Store(&location{ns.root, ns.root.root})
 	p.umask.Store(0o022)
+	p.cred.Store(rootCreds)
 	return p
 }
 
@@ -45,16 +65,13 @@ func (p *Proc) Namespace() *Namespace { return p.ns }
 // umask(2) does.
 func (p *Proc) Umask(mask uint32) uint32 { return p.umask.Swap(mask & 0o777) }
 
-// walk resolves path for this process.
+// walk resolves path for this process, from its current directory.
 func (p *Proc) walk(path string, follow bool) (location, error) {
-	return p.ns.walk(*p.cwd.Load(), path, follow)
+	return p.walkAt(unix.AT_FDCWD, path, follow)
 }
 
-// walkParent resolves all of path but its last component.
+// walkParent resolves all of path but its last component, from the
+// current directory.
 func (p *Proc) walkParent(path string) (location, string, bool, error) {
-	if err := checkPath(path); err != nil {
-		return location{}, "", false, err
-	}
-	w := walker{ns: p.ns}
-	return w.parent(p.ns.start(*p.cwd.Load(), path), path)
+	return p.walkParentAt(unix.AT_FDCWD, path)
 }

@@ -25,6 +25,9 @@ func (p *Proc) Read(fd int, b []byte) (int, error) {
 	if f == nil || f.mode&fmRead == 0 {
 		return 0, errEBADF
 	}
+	if f.mode&fmHold != 0 {
+		return f.heldRead(b)
+	}
 	if f.mode&fmNoPos != 0 {
 		return f.readBuf(b, 0)
 	}
@@ -57,6 +60,9 @@ func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
 	f := p.files.get(fd)
 	if f == nil || f.mode&fmRead == 0 {
 		return 0, errEBADF
+	}
+	if f.mode&fmHold != 0 {
+		return f.heldReadv(iovs, 0)
 	}
 	if len(iovs) == 1 { // the common case, without building an iterator
 		if len(iovs[0]) == 0 {
@@ -123,6 +129,9 @@ func (p *Proc) Preadv2(fd int, iovs [][]byte, off int64, flags int) (int, error)
 		if f == nil || f.mode&fmRead == 0 {
 			return 0, errEBADF
 		}
+		if f.mode&fmHold != 0 {
+			return f.heldReadv(iovs, flags)
+		}
 		return f.readvPos(iovs, flags)
 	}
 	if flags == 0 {
@@ -145,7 +154,7 @@ func (p *Proc) Preadv2(fd int, iovs [][]byte, off int64, flags int) (int, error)
 	if flags&^f.rwfRead != 0 {
 		return 0, errEOPNOTSUP
 	}
-	return f.readIter(it, segs, off)
+	return f.readIterFlags(it, segs, off, flags)
 }
 
 // readvPos is readv at the file position, with RWF flags.
@@ -161,10 +170,10 @@ func (f *file) readvPos(iovs [][]byte, flags int) (int, error) {
 		return 0, errEOPNOTSUP
 	}
 	if f.mode&fmNoPos != 0 {
-		return f.readIter(it, segs, 0)
+		return f.readIterFlags(it, segs, 0, flags)
 	}
 	f.posMu.Lock()
-	n, err := f.readIter(it, segs, f.pos)
+	n, err := f.readIterFlags(it, segs, f.pos, flags)
 	f.pos += int64(n)
 	f.posMu.Unlock()
 	return n, err
@@ -197,6 +206,15 @@ func (f *file) readIter(it iov.Iter, segs int, off int64) (n int, err error) {
 		return loopRead(f.rd, it, off)
 	}
 	return fixCount(n, err)
+}
+
+// readIterFlags is readIter for preadv2: RWF flags go to a driver that
+// applies them itself (RWFReader).
+func (f *file) readIterFlags(it iov.Iter, segs int, off int64, flags int) (int, error) {
+	if flags != 0 && f.rrwf != nil {
+		return fixCount(f.rrwf.ReadIterFlags(it, off, flags))
+	}
+	return f.readIter(it, segs, off)
 }
 
 // loopRead is Linux's do_loop_readv_writev for reads: one call per

@@ -9,63 +9,143 @@ import "golang.org/x/sys/unix"
 // EINVAL; renaming onto an ancestor of oldpath gives ENOTEMPTY; a mount
 // point gives EBUSY; a trailing slash on a non-directory gives ENOTDIR.
 func (p *Proc) Rename(oldpath, newpath string) error {
-	return pathErr("rename", oldpath, p.rename(oldpath, newpath))
+	return pathErr("rename", oldpath, p.rename(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, 0))
 }
 
-func (p *Proc) rename(oldpath, newpath string) error {
-	odir, oname, otrail, err := p.walkParent(oldpath)
+// renameFlags are the flags renameat2(2) knows.
+const renameFlags = unix.RENAME_NOREPLACE | unix.RENAME_EXCHANGE | unix.RENAME_WHITEOUT
+
+// Renameat2 is Rename with each path relative to its own directory
+// descriptor, and renameat2(2)'s flags: RENAME_NOREPLACE gives EEXIST if
+// newpath exists; RENAME_EXCHANGE swaps the two names, which must both
+// exist; RENAME_WHITEOUT leaves a whiteout (a character device 0:0) at
+// oldpath. Unknown flags, or RENAME_EXCHANGE with either of the others,
+// give EINVAL; a file system that lacks a flag gives EINVAL too.
+//
+// The caller needs write and search permission on both parents, the
+// sticky-directory ownership (EPERM) for each name removed or replaced,
+// and write permission on a directory that moves to another parent,
+// since its ".." changes (Linux vfs_rename).
+func (p *Proc) Renameat2(olddirfd int, oldpath string, newdirfd int, newpath string, flags uint) error {
+	return pathErr("renameat2", oldpath, p.rename(olddirfd, oldpath, newdirfd, newpath, flags))
+}
+
+// rename is do_renameat2 and vfs_rename, in their order of checks.
+func (p *Proc) rename(olddirfd int, oldpath string, newdirfd int, newpath string, flags uint) error {
+	if flags&^renameFlags != 0 {
+		return errEINVAL
+	}
+	exchange := flags&unix.RENAME_EXCHANGE != 0
+	if exchange && flags&(unix.RENAME_NOREPLACE|unix.RENAME_WHITEOUT) != 0 {
+		return errEINVAL
+	}
+	odir, oname, otrail, err := p.walkParentAt(olddirfd, oldpath)
 	if err != nil {
 		return err
 	}
-	ndir, nname, ntrail, err := p.walkParent(newpath)
+	ndir, nname, ntrail, err := p.walkParentAt(newdirfd, newpath)
 	if err != nil {
 		return err
 	}
 	if odir.mnt != ndir.mnt {
 		return unix.EXDEV
 	}
-	if !isNormal(oname) || !isNormal(nname) {
+	if !isNormal(oname) {
 		return unix.EBUSY
 	}
-	w := walker{ns: p.ns}
-	old, err := w.step(odir, oname, false)
-	if err != nil {
-		return err
-	}
-	oldIsDir := isDir(old.node)
-	if (otrail || ntrail) && !oldIsDir {
-		return errENOTDIR
-	}
-	if old.mnt != odir.mnt {
+	if !isNormal(nname) {
+		if flags&unix.RENAME_NOREPLACE != 0 {
+			return unix.EEXIST
+		}
 		return unix.EBUSY
-	}
-	target, err := w.step(ndir, nname, false)
-	switch {
-	case err == nil:
-		if target.mnt != ndir.mnt {
-			return unix.EBUSY
-		}
-		if target.node == old.node {
-			return nil // the same file under both names
-		}
-	case err == errENOENT || err == unix.ENOENT:
-		target = location{}
-	default:
-		return err
-	}
-	if oldIsDir && p.ns.isAncestor(old, ndir) {
-		return errEINVAL
-	}
-	if target.node != nil && p.ns.isAncestor(target, odir) {
-		return unix.ENOTEMPTY
 	}
 	if odir.mnt.readonly {
 		return unix.EROFS
+	}
+	oldNode, err := lookupChild(odir, oname)
+	if err != nil {
+		return err
+	}
+	old := location{odir.mnt, oldNode}
+	var target location
+	switch newNode, err := lookupChild(ndir, nname); {
+	case err == nil:
+		if flags&unix.RENAME_NOREPLACE != 0 {
+			return unix.EEXIST
+		}
+		target = location{ndir.mnt, newNode}
+	case err == errENOENT || err == unix.ENOENT:
+		if exchange {
+			return err
+		}
+	default:
+		return err
+	}
+	oldIsDir := isDir(old.node)
+	newIsDir := target.node != nil && isDir(target.node)
+	if exchange && !newIsDir && ntrail {
+		return errENOTDIR
+	}
+	if !oldIsDir && (otrail || !exchange && ntrail) {
+		return errENOTDIR
+	}
+	if oldIsDir && p.ns.isAncestor(old, ndir) {
+		return errEINVAL // the source is an ancestor of the target
+	}
+	if target.node != nil && newIsDir && p.ns.isAncestor(target, odir) {
+		if exchange {
+			return errEINVAL
+		}
+		return unix.ENOTEMPTY // the target is an ancestor of the source
+	}
+	if target.node == old.node {
+		return nil // the same file under both names
+	}
+	c := p.cred.Load()
+	if err := c.mayDelete(odir, old.node, oldIsDir); err != nil {
+		return err
+	}
+	if target.node == nil {
+		err = c.mayCreate(ndir)
+	} else if exchange {
+		err = c.mayDelete(ndir, target.node, newIsDir)
+	} else {
+		err = c.mayDelete(ndir, target.node, oldIsDir)
+	}
+	if err != nil {
+		return err
+	}
+	if odir.node != ndir.node {
+		// The ".." of a directory that changes parent is rewritten.
+		if oldIsDir {
+			if err := c.permission(old, MayWrite); err != nil {
+				return err
+			}
+		}
+		if exchange && newIsDir {
+			if err := c.permission(target, MayWrite); err != nil {
+				return err
+			}
+		}
+	}
+	if p.ns.isMountpoint(odir.mnt, old.node) || target.node != nil && p.ns.isMountpoint(ndir.mnt, target.node) {
+		return unix.EBUSY
+	}
+	p.ns.seq.Add(1)
+	defer p.ns.seq.Add(1)
+	if flags != 0 {
+		r, ok := odir.node.(RenameFlagser)
+		if !ok {
+			return errEINVAL
+		}
+		defer p.ns.dcache.invalidate2(odir.node, oname, ndir.node, nname).done()
+		return r.RenameFlags(oname, ndir.node, nname, flags, c.fsCred())
 	}
 	r, ok := odir.node.(Renamer)
 	if !ok {
 		return unix.EPERM
 	}
+	defer p.ns.dcache.invalidate2(odir.node, oname, ndir.node, nname).done()
 	return r.Rename(oname, ndir.node, nname)
 }
 

@@ -5,47 +5,82 @@ import "golang.org/x/sys/unix"
 // Unlink removes the name path of a non-directory, as unlink(2) does. A
 // directory gives EISDIR; a trailing slash on a non-directory ENOTDIR.
 func (p *Proc) Unlink(path string) error {
-	return pathErr("unlink", path, p.unlink(path))
-}
-
-func (p *Proc) unlink(path string) error {
-	dir, name, trailing, err := p.walkParent(path)
-	if err != nil {
-		return err
-	}
-	if name == "" || name == "." || name == ".." {
-		return errEISDIR
-	}
-	w := walker{ns: p.ns}
-	loc, err := w.step(dir, name, false)
-	if err != nil {
-		return err
-	}
-	if isDir(loc.node) || loc.mnt != dir.mnt {
-		return errEISDIR
-	}
-	if trailing {
-		return errENOTDIR
-	}
-	if dir.mnt.readonly {
-		return unix.EROFS
-	}
-	u, ok := dir.node.(Unlinker)
-	if !ok {
-		return unix.EPERM
-	}
-	return u.Unlink(name)
+	return pathErr("unlink", path, p.unlink(unix.AT_FDCWD, path))
 }
 
 // Rmdir removes the empty directory path, as rmdir(2) does: a last
 // component of "." gives EINVAL, ".." ENOTEMPTY, a mount point or the root
 // EBUSY, a non-directory ENOTDIR, entries ENOTEMPTY.
 func (p *Proc) Rmdir(path string) error {
-	return pathErr("rmdir", path, p.rmdir(path))
+	return pathErr("rmdir", path, p.rmdir(unix.AT_FDCWD, path))
 }
 
-func (p *Proc) rmdir(path string) error {
-	dir, name, _, err := p.walkParent(path)
+// Unlinkat removes path relative to the directory open as dirfd, as
+// unlinkat(2) does: as Unlink, or as Rmdir with AT_REMOVEDIR; other flags
+// give EINVAL. The caller needs write and search permission on the parent
+// (EACCES); in a sticky directory it must also own the entry or the
+// directory (EPERM).
+func (p *Proc) Unlinkat(dirfd int, path string, flags int) error {
+	if flags&^unix.AT_REMOVEDIR != 0 {
+		return pathErr("unlinkat", path, errEINVAL)
+	}
+	if flags&unix.AT_REMOVEDIR != 0 {
+		return pathErr("unlinkat", path, p.rmdir(dirfd, path))
+	}
+	return pathErr("unlinkat", path, p.unlink(dirfd, path))
+}
+
+// lookupChild looks name up in dir without crossing a mount on it, as the
+// calls that change an entry see it.
+func lookupChild(dir location, name string) (Node, error) {
+	lk, ok := dir.node.(Lookuper)
+	if !ok {
+		return nil, errENOTDIR
+	}
+	return lk.Lookup(name)
+}
+
+// unlink is do_unlinkat: EISDIR for "." and "..", EROFS, the lookup,
+// a trailing slash, then may_delete.
+func (p *Proc) unlink(dirfd int, path string) error {
+	dir, name, trailing, err := p.walkParentAt(dirfd, path)
+	if err != nil {
+		return err
+	}
+	if name == "" || name == "." || name == ".." {
+		return errEISDIR
+	}
+	if dir.mnt.readonly {
+		return unix.EROFS
+	}
+	if len(name) > maxName {
+		return unix.ENAMETOOLONG
+	}
+	victim, err := lookupChild(dir, name)
+	if err != nil {
+		return err
+	}
+	if trailing {
+		if isDir(victim) {
+			return errEISDIR
+		}
+		return errENOTDIR
+	}
+	if err := p.cred.Load().mayDelete(dir, victim, false); err != nil {
+		return err
+	}
+	u, ok := dir.node.(Unlinker)
+	if !ok {
+		return unix.EPERM
+	}
+	defer p.ns.dcache.invalidate(dir.node, name).done()
+	return u.Unlink(name)
+}
+
+// rmdir is do_rmdir: the "."/".."/root names, EROFS, the lookup, then
+// may_delete, then EBUSY for a mount point.
+func (p *Proc) rmdir(dirfd int, path string) error {
+	dir, name, _, err := p.walkParentAt(dirfd, path)
 	if err != nil {
 		return err
 	}
@@ -57,23 +92,26 @@ func (p *Proc) rmdir(path string) error {
 	case "":
 		return unix.EBUSY
 	}
-	w := walker{ns: p.ns}
-	loc, err := w.step(dir, name, false)
+	if dir.mnt.readonly {
+		return unix.EROFS
+	}
+	if len(name) > maxName {
+		return unix.ENAMETOOLONG
+	}
+	victim, err := lookupChild(dir, name)
 	if err != nil {
 		return err
 	}
-	if loc.mnt != dir.mnt {
-		return unix.EBUSY // a mount point
+	if err := p.cred.Load().mayDelete(dir, victim, true); err != nil {
+		return err
 	}
-	if !isDir(loc.node) {
-		return errENOTDIR
-	}
-	if dir.mnt.readonly {
-		return unix.EROFS
+	if p.ns.isMountpoint(dir.mnt, victim) {
+		return unix.EBUSY
 	}
 	r, ok := dir.node.(Rmdirer)
 	if !ok {
 		return unix.EPERM
 	}
+	defer p.ns.dcache.invalidate(dir.node, name).done()
 	return r.Rmdir(name)
 }

@@ -41,21 +41,57 @@ type location struct {
 type walker struct {
 	ns    *Namespace
 	links int
+	// cred is whose permissions the walk checks (search permission on
+	// every directory a name is looked up in); nil checks none, for the
+	// namespace's own set-up walks.
+	cred *creds
+	// root is where an absolute path or symlink leads, and where ".."
+	// stops: the namespace root, or the starting directory for
+	// RESOLVE_IN_ROOT and RESOLVE_BENEATH.
+	root location
+	// rflags holds openat2's RESOLVE_* flags.
+	rflags uint64
+	// seq is the namespace's rename and mount sequence when a scoped
+	// walk began: a ".." after it moved gives EAGAIN, as Linux's
+	// handle_dots does, since the walk may have been moved outside root.
+	seq uint64
+}
+
+// scoped reports whether the walk is confined to root.
+func (w *walker) scoped() bool {
+	return w.rflags&(unix.RESOLVE_BENEATH|unix.RESOLVE_IN_ROOT) != 0
+}
+
+// jumpRoot is Linux's nd_jump_root, for an absolute path or symlink met
+// at cur: EXDEV under RESOLVE_BENEATH, and under RESOLVE_NO_XDEV when cur
+// is on another mount than root (an absolute path argument, met with a
+// zero cur, is allowed).
+func (w *walker) jumpRoot(cur location) (location, error) {
+	if w.rflags&unix.RESOLVE_BENEATH != 0 {
+		return location{}, unix.EXDEV
+	}
+	if w.rflags&unix.RESOLVE_NO_XDEV != 0 && cur.mnt != nil && cur.mnt != w.root.mnt {
+		return location{}, unix.EXDEV
+	}
+	return w.root, nil
 }
 
 // start returns where a walk of path begins: the root for an absolute path,
 // cwd otherwise.
 func (ns *Namespace) start(cwd location, path string) location {
 	if strings.HasPrefix(path, "/") || cwd.mnt == nil {
-		return location{ns.root, ns.root.root}
+		return ns.rootLoc()
 	}
 	return cwd
 }
 
+// rootLoc is the root of the namespace.
+func (ns *Namespace) rootLoc() location { return location{ns.root, ns.root.root} }
+
 // walk resolves path from cwd. follow says whether a symlink in the last
 // component is followed.
 func (ns *Namespace) walk(cwd location, path string, follow bool) (location, error) {
-	w := walker{ns: ns}
+	w := walker{ns: ns, root: ns.rootLoc()}
 	return w.resolve(ns.start(cwd, path), path, follow)
 }
 
@@ -96,14 +132,36 @@ func (w *walker) resolve(cur location, path string, follow bool) (location, erro
 // or ".." as written), and whether path ended in a slash.
 func (w *walker) parent(cur location, path string) (location, string, bool, error) {
 	if path[0] == '/' {
-		cur = location{w.ns.root, w.ns.root.root}
+		root, err := w.jumpRoot(cur)
+		if err != nil {
+			return location{}, "", false, err
+		}
+		cur = root
 	}
 	trimmed := strings.TrimRight(path, "/")
 	trailing := len(trimmed) < len(path)
 	rest := trimmed
+	// cur's mode, owner and group, once the Stat that checks it is a
+	// directory has shown them: the search check then costs a compare.
+	var dmode, duid, dgid uint32
+	known := false
+	check := w.cred != nil && !w.cred.fsCapable() // CAP_DAC_OVERRIDE searches anything
 	for {
 		for len(rest) > 0 && rest[0] == '/' {
 			rest = rest[1:]
+		}
+		if rest != "" && check {
+			// may_lookup: search permission on every directory a name
+			// is looked up in, the last one included.
+			if !known {
+				var err error
+				if dmode, duid, dgid, err = nodeAttrs(cur.node); err != nil {
+					return location{}, "", false, err
+				}
+			}
+			if err := w.cred.generic(dmode, duid, dgid, MayExec); err != nil {
+				return location{}, "", false, err
+			}
 		}
 		i := strings.IndexByte(rest, '/')
 		if i < 0 {
@@ -119,9 +177,11 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 		if err != nil {
 			return location{}, "", false, err
 		}
-		if err := mustDir(next.node); err != nil {
-			return location{}, "", false, err
+		st, err := next.node.Stat()
+		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return location{}, "", false, errENOTDIR
 		}
+		dmode, duid, dgid, known = st.Mode, st.Uid, st.Gid, true
 		cur, rest = next, rest[i:]
 	}
 }
@@ -136,7 +196,7 @@ func (w *walker) step(cur location, name string, follow bool) (location, error) 
 		if err := mustDir(cur.node); err != nil {
 			return location{}, err
 		}
-		return w.ns.parentOf(cur), nil
+		return w.dotdot(cur)
 	}
 	if len(name) > maxName {
 		return location{}, syscall.ENAMETOOLONG
@@ -145,11 +205,14 @@ func (w *walker) step(cur location, name string, follow bool) (location, error) 
 	if !ok {
 		return location{}, errENOTDIR
 	}
-	child, err := dir.Lookup(name)
+	child, err := w.ns.dcache.lookup(cur.node, dir, name, cur.mnt.fs) // dcache.go
 	if err != nil {
 		return location{}, err
 	}
 	next := w.ns.crossMounts(location{cur.mnt, child})
+	if next.mnt != cur.mnt && w.rflags&unix.RESOLVE_NO_XDEV != 0 {
+		return location{}, unix.EXDEV
+	}
 	if !follow {
 		return next, nil
 	}
@@ -162,6 +225,9 @@ func (w *walker) follow(dir, next location) (location, error) {
 	rl, ok := next.node.(Readlinker)
 	if !ok {
 		return next, nil
+	}
+	if w.rflags&unix.RESOLVE_NO_SYMLINKS != 0 {
+		return location{}, syscall.ELOOP
 	}
 	w.links++
 	if w.links > maxSymlinks {
@@ -188,6 +254,49 @@ func (ns *Namespace) crossMounts(loc location) location {
 	}
 }
 
+// dotdot is ".." from cur, Linux's follow_dotdot and handle_dots: at the
+// walk's root it stays there (EXDEV under RESOLVE_BENEATH); it goes up
+// through mount roots (EXDEV under RESOLVE_NO_XDEV); a scoped walk gives
+// EAGAIN if a rename or mount change ran since it began, since cur may
+// then have been moved outside root.
+func (w *walker) dotdot(cur location) (location, error) {
+	inRoot := func() (location, error) {
+		if w.rflags&unix.RESOLVE_BENEATH != 0 {
+			return location{}, unix.EXDEV
+		}
+		return cur, nil
+	}
+	if cur == w.root {
+		return inRoot()
+	}
+	loc := cur
+	for loc.node == loc.mnt.root {
+		if loc.mnt.parent == nil {
+			return inRoot()
+		}
+		loc = location{loc.mnt.parent, loc.mnt.point}
+		if loc == w.root {
+			return inRoot()
+		}
+		if w.rflags&unix.RESOLVE_NO_XDEV != 0 {
+			return location{}, unix.EXDEV
+		}
+	}
+	next := loc
+	if dir, ok := loc.node.(Lookuper); ok {
+		if up, err := dir.Lookup(".."); err == nil {
+			next = w.ns.crossMounts(location{loc.mnt, up})
+			if next.mnt != loc.mnt && w.rflags&unix.RESOLVE_NO_XDEV != 0 {
+				return location{}, unix.EXDEV
+			}
+		}
+	}
+	if w.scoped() && (w.seq&1 != 0 || w.ns.seq.Load() != w.seq) {
+		return location{}, unix.EAGAIN
+	}
+	return next, nil
+}
+
 // parentOf returns the parent directory of loc, going up through mount
 // roots (Linux follow_dotdot). The namespace root is its own parent.
 func (ns *Namespace) parentOf(loc location) location {
@@ -210,6 +319,9 @@ func (ns *Namespace) parentOf(loc location) location {
 
 // isDir reports whether n is a directory.
 func isDir(n Node) bool {
+	if ft, ok := n.(FileTyper); ok {
+		return ft.FileType() == unix.S_IFDIR
+	}
 	st, err := n.Stat()
 	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }

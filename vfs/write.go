@@ -22,10 +22,16 @@ func (p *Proc) Write(fd int, b []byte) (int, error) {
 	if f == nil || f.mode&fmWrite == 0 {
 		return 0, errEBADF
 	}
+	if f.mode&fmHold != 0 {
+		return f.heldWrite(b)
+	}
+	if f.mode&fmKillPriv != 0 && len(b) != 0 {
+		p.removePrivs(f)
+	}
 	if f.mode&fmNoPos != 0 {
 		return f.writeBuf(b, 0)
 	}
-	if f.mode&fmAppend != 0 && f.app != nil {
+	if f.appending() && f.app != nil {
 		return f.appendPos(iov.Buf(b))
 	}
 	f.posMu.Lock()
@@ -46,7 +52,10 @@ func (p *Proc) Pwrite(fd int, b []byte, off int64) (int, error) {
 	if err := verifyArea(off, len(b)); err != nil {
 		return 0, err
 	}
-	if f.mode&fmAppend != 0 && f.app != nil {
+	if f.mode&fmKillPriv != 0 && len(b) != 0 {
+		p.removePrivs(f)
+	}
+	if f.appending() && f.app != nil {
 		_, n, err := f.app.Append(iov.Buf(b))
 		return fixCount(n, err)
 	}
@@ -60,7 +69,13 @@ func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
 	if f == nil || f.mode&fmWrite == 0 {
 		return 0, errEBADF
 	}
-	if len(iovs) == 1 && len(iovs[0]) != 0 && f.mode&fmAppend == 0 {
+	if f.mode&fmHold != 0 {
+		return f.heldWritev(iovs, 0)
+	}
+	if f.mode&fmKillPriv != 0 && anyBytes(iovs) {
+		p.removePrivs(f)
+	}
+	if len(iovs) == 1 && len(iovs[0]) != 0 && !f.appending() {
 		if f.mode&fmNoPos != 0 {
 			return f.writeBuf(iovs[0], 0)
 		}
@@ -87,7 +102,10 @@ func (p *Proc) Pwritev(fd int, iovs [][]byte, off int64) (int, error) {
 		if err := verifyArea(off, len(b)); err != nil {
 			return 0, err
 		}
-		if f.mode&fmAppend != 0 && f.app != nil {
+		if f.mode&fmKillPriv != 0 {
+			p.removePrivs(f)
+		}
+		if f.appending() && f.app != nil {
 			_, n, err := f.app.Append(iov.Buf(b))
 			return fixCount(n, err)
 		}
@@ -109,6 +127,9 @@ func (p *Proc) Pwritev(fd int, iovs [][]byte, off int64) (int, error) {
 	if err := verifyArea(off, it.Len()); err != nil {
 		return 0, err
 	}
+	if f.mode&fmKillPriv != 0 {
+		p.removePrivs(f)
+	}
 	if f.appends(0) {
 		_, n, err := f.app.Append(it)
 		return fixCount(n, err)
@@ -125,6 +146,12 @@ func (p *Proc) Pwritev2(fd int, iovs [][]byte, off int64, flags int) (int, error
 		f := p.files.get(fd)
 		if f == nil || f.mode&fmWrite == 0 {
 			return 0, errEBADF
+		}
+		if f.mode&fmKillPriv != 0 && anyBytes(iovs) {
+			p.removePrivs(f)
+		}
+		if f.mode&fmHold != 0 {
+			return f.heldWritev(iovs, flags)
 		}
 		return f.writevPos(iovs, flags)
 	}
@@ -145,6 +172,9 @@ func (p *Proc) Pwritev2(fd int, iovs [][]byte, off int64, flags int) (int, error
 	if err := verifyArea(off, it.Len()); err != nil {
 		return 0, err
 	}
+	if f.mode&fmKillPriv != 0 {
+		p.removePrivs(f)
+	}
 	if flags&^f.rwfWrite != 0 {
 		return 0, errEOPNOTSUP
 	}
@@ -152,7 +182,7 @@ func (p *Proc) Pwritev2(fd int, iovs [][]byte, off int64, flags int) (int, error
 		_, n, err := f.app.Append(it)
 		return fixCount(n, err)
 	}
-	return f.writeIter(it, segs, off)
+	return f.writeIterFlags(it, segs, off, flags)
 }
 
 // appends reports whether a write with RWF flags goes to the end of file.
@@ -160,7 +190,7 @@ func (f *file) appends(flags int) bool {
 	if f.app == nil || flags&unix.RWF_NOAPPEND != 0 {
 		return false
 	}
-	return f.mode&fmAppend != 0 || flags&unix.RWF_APPEND != 0
+	return f.appending() || flags&unix.RWF_APPEND != 0
 }
 
 // writevPos is writev at the file position, with RWF flags.
@@ -176,16 +206,26 @@ func (f *file) writevPos(iovs [][]byte, flags int) (int, error) {
 		return 0, errEOPNOTSUP
 	}
 	if f.mode&fmNoPos != 0 {
-		return f.writeIter(it, segs, 0)
+		return f.writeIterFlags(it, segs, 0, flags)
 	}
 	if f.appends(flags) {
 		return f.appendPos(it)
 	}
 	f.posMu.Lock()
-	n, err := f.writeIter(it, segs, f.pos)
+	n, err := f.writeIterFlags(it, segs, f.pos, flags)
 	f.pos += int64(n)
 	f.posMu.Unlock()
 	return n, err
+}
+
+// writeIterFlags is writeIter for pwritev2: RWF flags other than
+// RWF_APPEND and RWF_NOAPPEND, which the VFS has applied, go to a driver
+// that applies them itself (RWFWriter).
+func (f *file) writeIterFlags(it iov.Iter, segs int, off int64, flags int) (int, error) {
+	if flags &^= unix.RWF_APPEND | unix.RWF_NOAPPEND; flags != 0 && f.wrwf != nil {
+		return fixCount(f.wrwf.WriteIterFlags(it, off, flags))
+	}
+	return f.writeIter(it, segs, off)
 }
 
 // appendPos appends src and moves the file position to the end of the

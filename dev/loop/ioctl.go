@@ -13,8 +13,19 @@ import (
 // Ioctl implements vfs.Ioctler: the loop requests (lo_ioctl), then the
 // generic block ones. Any other request gives EINVAL, as Linux's
 // lo_simple_ioctl does.
+//
+// LOOP_SET_STATUS64, LOOP_SET_CAPACITY, LOOP_SET_DIRECT_IO and
+// LOOP_SET_BLOCK_SIZE need the device open for writing or CAP_SYS_ADMIN
+// (EPERM), as lo_ioctl checks; the others rely on the device node's
+// permissions, as in Linux.
 func (h *handle) Ioctl(p *vfs.Proc, req uint, arg any) (int, error) {
 	d := h.d
+	switch req {
+	case unix.LOOP_SET_STATUS64, unix.LOOP_SET_CAPACITY, unix.LOOP_SET_DIRECT_IO, unix.LOOP_SET_BLOCK_SIZE:
+		if !h.writable && !p.Privileged() {
+			return 0, syscall.EPERM
+		}
+	}
 	switch req {
 	case unix.LOOP_CONFIGURE:
 		cfg, ok := arg.(*unix.LoopConfig)
@@ -191,6 +202,7 @@ func (d *Device) resize(backing int64) {
 	size &^= 511 // a capacity in 512-byte sectors
 	d.size.Store(size)
 	d.setupDirect(size)
+	block.Invalidate(d, 0, -1) // new binding, offset or capacity: invalidate_bdev
 }
 
 // setupDirect makes the direct-access view of [offset, offset+size) of
@@ -202,8 +214,8 @@ func (d *Device) setupDirect(size int64) {
 	if size == 0 {
 		return
 	}
-	if f := d.b.HostFile(); f != nil {
-		d.dax = d.mapHost(f, size)
+	if fd := d.b.HostFD(); fd >= 0 {
+		d.dax = d.mapHost(fd, size)
 		return
 	}
 	if bf, ok := d.b.Handle().(interface{ Device() block.Device }); ok {
@@ -213,8 +225,9 @@ func (d *Device) setupDirect(size int64) {
 	}
 }
 
-// mapHost maps the backing range of the host file f, or returns nil.
-func (d *Device) mapHost(f *os.File, size int64) []byte {
+// mapHost maps the backing range of the host file open as fd, or returns
+// nil.
+func (d *Device) mapHost(fd int, size int64) []byte {
 	page := int64(os.Getpagesize())
 	start := d.offset &^ (page - 1)
 	length := d.offset - start + size
@@ -225,7 +238,7 @@ func (d *Device) mapHost(f *os.File, size int64) []byte {
 	if d.flags&unix.LO_FLAGS_READ_ONLY == 0 {
 		prot |= unix.PROT_WRITE
 	}
-	m, err := unix.Mmap(int(f.Fd()), start, int(length), prot, unix.MAP_SHARED)
+	m, err := unix.Mmap(fd, start, int(length), prot, unix.MAP_SHARED)
 	if err != nil {
 		return nil
 	}
@@ -328,5 +341,6 @@ func (d *Device) setBlockSize(bs int) error {
 		return errEINVAL
 	}
 	d.ssize.Store(int32(bs))
+	block.Invalidate(d, 0, -1)
 	return nil
 }

@@ -97,6 +97,22 @@ func (d *dir) Lookup(name string) (vfs.Node, error) {
 	return n, nil
 }
 
+// Revalidate implements vfs.Revalidator: device names come and go behind
+// the VFS (Add and Remove, as LOOP_CTL_ADD and LOOP_CTL_REMOVE do), so a
+// cached answer holds only if the name still maps to the same node.
+func (d *dir) Revalidate(name string, child vfs.Node) bool {
+	d.mu.RLock()
+	n, ok := d.entries[name]
+	d.mu.RUnlock()
+	if child == nil {
+		return !ok
+	}
+	return ok && vfs.Node(n) == child
+}
+
+// FileType implements vfs.FileTyper.
+func (d *dir) FileType() uint32 { return unix.S_IFDIR }
+
 // Names returns the device names in sorted order.
 func (d *dir) Names() []string {
 	d.mu.RLock()
@@ -116,6 +132,12 @@ type node struct {
 	ino uint64
 }
 
+// FileType implements vfs.FileTyper.
+func (n *node) FileType() uint32 {
+	mode, _ := n.dev.DevInfo()
+	return mode & unix.S_IFMT
+}
+
 func (n *node) Stat() (vfs.Stat, error) {
 	mode, rdev := n.dev.DevInfo()
 	t := n.fs.created
@@ -127,3 +149,11 @@ func (n *node) Stat() (vfs.Stat, error) {
 }
 
 func (n *node) Open(flags int) (vfs.Handle, error) { return n.dev.Open(flags) }
+
+// Statfs implements vfs.Statfser. Linux's /dev is devtmpfs, a tmpfs: it
+// reports TMPFS_MAGIC, 4 KiB blocks and 255-byte names. devfs holds no
+// data and has no limits, so the counts are 0, as simple_statfs leaves
+// them.
+func (fs *FS) Statfs() (unix.Statfs_t, error) {
+	return unix.Statfs_t{Type: unix.TMPFS_MAGIC, Bsize: 4096, Frsize: 4096, Namelen: 255}, nil
+}

@@ -44,6 +44,9 @@ type File struct {
 	size  int64 // stored under mu with atomic.StoreInt64, loaded atomically by lock-free readers
 	pages pageTree
 	freed bool // the inode went back at the last unlink and close
+	// unwritten are the pages fallocate made that no write has reached
+	// (fallocate.go).
+	unwritten pageRanges
 }
 
 // lockData takes mu for a change to size, the page map or page bytes,
@@ -100,10 +103,12 @@ func (f *File) Open(flags int) (vfs.Handle, error) {
 	return &OpenFile{f: f}, nil
 }
 
-// Setattr implements vfs.Setattrer. A size, even the current one, sets
-// mtime and ctime, overriding a Mtime given with it: Linux 6.x does so for
-// truncate(2), ftruncate(2) and O_TRUNC on tmpfs alike (measured). A
-// negative size gives EINVAL.
+// Setattr implements vfs.Setattrer. A size sets mtime and ctime,
+// overriding a Mtime given with it, when it changes the size or when the
+// file holds pages (shmem_setattr calls shmem_truncate_range then, which
+// touches both): the current size of an empty file changes nothing, as
+// truncate(2) shows on Linux 6.18 (ftruncate and O_TRUNC come with
+// SetMtime, Linux's ATTR_MTIME|ATTR_CTIME). A negative size gives EINVAL.
 func (f *File) Setattr(a vfs.SetAttr) error {
 	if a.Valid&vfs.SetSize != 0 && a.Size < 0 {
 		return errEINVAL
@@ -114,14 +119,17 @@ func (f *File) Setattr(a vfs.SetAttr) error {
 	f.inode.mu.Lock()
 	defer f.inode.mu.Unlock()
 	now := clockNow()
-	resized := a.Valid&vfs.SetSize != 0
-	if resized {
+	resized := false
+	if a.Valid&vfs.SetSize != 0 {
 		f.lockData()
+		resized = a.Size != f.size || f.pages.n > 0
 		f.truncateLocked(a.Size)
 		f.unlockData()
 	}
 	f.setattrLocked(a, now)
-	f.changed(now.wall, resized)
+	if resized || a.Valid&^vfs.SetSize != 0 {
+		f.changed(now.wall, resized)
+	}
 	return nil
 }
 
@@ -130,8 +138,9 @@ func (f *File) Setattr(a vfs.SetAttr) error {
 // zeroed, so that growing the file again shows zeros (Linux
 // truncate_setsize).
 func (f *File) truncateLocked(size int64) {
-	if size < f.size {
+	if size <= f.size { // <=: shmem_setattr also drops fallocated pages past EOF
 		f.fs.releasePages(f.pages.truncate((size + pageMask) >> pageShift))
+		f.unwritten.removeRange((size+pageMask)>>pageShift, maxFileSize)
 		if off := size & pageMask; off != 0 {
 			if pg := f.pages.get(size >> pageShift); pg != nil {
 				clear(pg[off:])
@@ -153,7 +162,9 @@ func (f *File) free() {
 		return
 	}
 	f.fs.releasePages(f.pages.truncate(0))
+	f.unwritten = pageRanges{}
 	if !f.freed {
+		f.dropXattrs()
 		f.freed = true
 		f.fs.inodes.Add(-1)
 	}
@@ -382,6 +393,7 @@ func (f *File) startWrite(off int64, count int) (int, error) {
 func (f *File) pageForWrite(off int64) *page {
 	idx := off >> pageShift
 	if pg := f.pages.get(idx); pg != nil {
+		f.written(idx)
 		return pg
 	}
 	if !f.fs.reservePage() {
@@ -450,7 +462,7 @@ func (f *File) seekHoleData(off int64, whence int) (int64, error) {
 		return 0, errENXIO
 	}
 	if whence == unix.SEEK_DATA {
-		idx := f.pages.nextData(off >> pageShift)
+		idx := f.nextData(off >> pageShift)
 		if idx < 0 {
 			return 0, errENXIO
 		}
@@ -460,7 +472,7 @@ func (f *File) seekHoleData(off int64, whence int) (int64, error) {
 		}
 		return r, nil
 	}
-	idx := f.pages.nextHole(off >> pageShift)
+	idx := f.nextHole(off >> pageShift)
 	if idx > (f.size-1)>>pageShift { // only the hole at the end
 		return f.size, nil
 	}

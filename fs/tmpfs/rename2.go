@@ -1,0 +1,117 @@
+package tmpfs
+
+import (
+	"github.com/iovfs/iovfs/vfs"
+	"golang.org/x/sys/unix"
+)
+
+// lockPair locks d and nd for a rename, in Rename's order, and returns
+// the function that unlocks them.
+func (d *Dir) lockPair(nd *Dir) func() {
+	if nd == d {
+		d.mu.Lock()
+		return d.mu.Unlock
+	}
+	d.fs.renameMu.Lock()
+	first, second := d, nd
+	if !d.contains(nd) && (nd.contains(d) || nd.ino < d.ino) {
+		first, second = nd, d
+	}
+	first.mu.Lock()
+	second.mu.Lock()
+	return func() {
+		second.mu.Unlock()
+		first.mu.Unlock()
+		d.fs.renameMu.Unlock()
+	}
+}
+
+// RenameFlags implements vfs.RenameFlagser, as shmem_rename2 does:
+// RENAME_NOREPLACE, RENAME_EXCHANGE (simple_rename_exchange) and
+// RENAME_WHITEOUT (shmem_whiteout: a character device 0:0 owned by c is
+// left at oldName), the last with or without RENAME_NOREPLACE.
+func (d *Dir) RenameFlags(oldName string, newDir vfs.Node, newName string, flags uint, c vfs.Cred) error {
+	nd, ok := newDir.(*Dir)
+	if !ok || nd.fs != d.fs {
+		return errEXDEV
+	}
+	if flags&^(unix.RENAME_NOREPLACE|unix.RENAME_EXCHANGE|unix.RENAME_WHITEOUT) != 0 {
+		return errEINVAL
+	}
+	unlock := d.lockPair(nd)
+	if flags&unix.RENAME_EXCHANGE != 0 {
+		err := d.exchangeLocked(oldName, nd, newName)
+		unlock()
+		return err
+	}
+	if flags&unix.RENAME_NOREPLACE != 0 && nd.names[newName] != nil {
+		unlock()
+		return errEEXIST
+	}
+	var ws *Special
+	if flags&unix.RENAME_WHITEOUT != 0 {
+		if d.names[oldName] == nil {
+			unlock()
+			return errENOENT
+		}
+		if !d.fs.reserveInode() {
+			unlock()
+			return errENOSPC
+		}
+		ws = &Special{}
+		ws.init(d.fs, d, unix.S_IFCHR, c, clockNow())
+	}
+	victim, err := d.renameLocked(oldName, nd, newName)
+	if ws != nil {
+		if err == nil {
+			d.add(oldName, ws, clockNow().wall)
+		} else {
+			d.fs.inodes.Add(-1)
+		}
+	}
+	unlock()
+	if victim != nil {
+		victim.free()
+	}
+	return err
+}
+
+// exchangeLocked swaps the nodes of oldName in d and newName in nd, with
+// both locked: both must exist (ENOENT). A directory that changes parent
+// moves its parent pointer and the subdirectory counts; both directories'
+// mtime and ctime move, and both nodes' ctime.
+func (d *Dir) exchangeLocked(oldName string, nd *Dir, newName string) error {
+	src, dst := d.names[oldName], nd.names[newName]
+	if src == nil || dst == nil {
+		return errENOENT
+	}
+	if src.node == dst.node {
+		return nil
+	}
+	sd, srcIsDir := src.node.(*Dir)
+	dd, dstIsDir := dst.node.(*Dir)
+	if d != nd {
+		if srcIsDir && sd.contains(nd) || dstIsDir && dd.contains(d) {
+			return errEINVAL
+		}
+	}
+	src.node, dst.node = dst.node, src.node
+	if d != nd {
+		if srcIsDir {
+			sd.parent.Store(nd)
+			d.subdirs--
+			nd.subdirs++
+		}
+		if dstIsDir {
+			dd.parent.Store(d)
+			nd.subdirs--
+			d.subdirs++
+		}
+	}
+	now := clockNow().wall
+	d.changed(now, true)
+	nd.changed(now, true)
+	src.node.base().changed(now, false)
+	dst.node.base().changed(now, false)
+	return nil
+}

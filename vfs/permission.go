@@ -1,0 +1,178 @@
+package vfs
+
+// Permission checks (Linux fs/namei.c generic_permission and
+// acl_permission_check, fs/attr.c, fs/inode.c). They are done here, once
+// for every file system; drivers never check modes.
+
+import "golang.org/x/sys/unix"
+
+// Permission masks, Linux's MAY_*.
+const (
+	MayExec  = 1
+	MayWrite = 2
+	MayRead  = 4
+)
+
+var errEACCES error = unix.EACCES
+var errEPERM error = unix.EPERM
+
+// nodeAttrs returns what permission checks need of n: its mode, owner and
+// group. A PermAttrer answers without a full Stat.
+func nodeAttrs(n Node) (mode, uid, gid uint32, err error) {
+	if pa, ok := n.(PermAttrer); ok {
+		mode, uid, gid = pa.PermAttrs()
+		return mode, uid, gid, nil
+	}
+	st, err := n.Stat()
+	return st.Mode, st.Uid, st.Gid, err
+}
+
+// generic is generic_permission for credentials c on a file with mode,
+// uid and gid: the owner class if fsuid owns the file, else the group
+// class if the file's group is the fsgid or a supplementary group, else
+// other. Only one class is consulted, so the group bits can deny what the
+// other bits allow. With the file capabilities (fsuid 0), reading and
+// writing are always allowed (CAP_DAC_OVERRIDE), and so is searching a
+// directory; executing a non-directory needs some x bit.
+func (c *creds) generic(mode, uid, gid uint32, mask int) error {
+	m := mode
+	if uid == c.fsuid {
+		m >>= 6
+	} else if uint32(mask)&(m^m>>3)&7 != 0 && c.inGroup(gid) {
+		m >>= 3
+	}
+	if uint32(mask)&7&^m == 0 {
+		return nil
+	}
+	if c.fsCapable() {
+		if mode&unix.S_IFMT == unix.S_IFDIR || mask&MayExec == 0 || mode&0o111 != 0 {
+			return nil
+		}
+	}
+	return errEACCES
+}
+
+// permission is Linux's inode_permission for the node at loc: writing to
+// a regular file, directory or symlink on a read-only mount gives EROFS
+// (sb_permission), then generic_permission decides (EACCES). mask is a
+// combination of MayRead, MayWrite and MayExec. The lead wires this into
+// the calls of other files (xattrs, fallocate) through Proc.permission.
+func (c *creds) permission(loc location, mask int) error {
+	mode, uid, gid, err := nodeAttrs(loc.node)
+	if err != nil {
+		return err
+	}
+	return c.permissionAttrs(loc.mnt, mode, uid, gid, mask)
+}
+
+func (c *creds) permissionAttrs(m *mount, mode, uid, gid uint32, mask int) error {
+	if mask&MayWrite != 0 && m != nil && m.readonly {
+		switch mode & unix.S_IFMT {
+		case unix.S_IFREG, unix.S_IFDIR, unix.S_IFLNK:
+			return unix.EROFS
+		}
+	}
+	return c.generic(mode, uid, gid, mask)
+}
+
+// permission checks mask (MayRead|MayWrite|MayExec) for the calling
+// process on node n, whose metadata is st, as Linux's generic_permission:
+// nil, or EACCES. It does not look at the mount (see creds.permission for
+// EROFS).
+func (p *Proc) permission(n Node, st Stat, mask int) error {
+	return p.cred.Load().generic(st.Mode, st.Uid, st.Gid, mask)
+}
+
+// ownerOrCapable is Linux's inode_owner_or_capable: the fsuid owns the file
+// or the process has CAP_FOWNER.
+func (c *creds) ownerOrCapable(uid uint32) bool {
+	return uid == c.fsuid || c.fsCapable()
+}
+
+// inodeOwnerOrCapable reports whether the calling process owns n (fsuid)
+// or has CAP_FOWNER, as Linux's inode_owner_or_capable: the test for
+// chmod, explicit utimes, O_NOATIME and setting "trusted."-less xattrs on
+// sticky directories.
+func (p *Proc) inodeOwnerOrCapable(st Stat) bool {
+	return p.cred.Load().ownerOrCapable(st.Uid)
+}
+
+// inGroupOrCapable is Linux's in_group_or_capable: gid is one of the
+// caller's groups, or it has CAP_FSETID.
+func (c *creds) inGroupOrCapable(gid uint32) bool {
+	return c.inGroup(gid) || c.fsCapable()
+}
+
+// mayLookup is the search check the walk makes on every directory it
+// looks a name up in (may_lookup). Root skips it at the cost of one
+// compare.
+func (c *creds) mayLookup(loc location) error {
+	if c == nil || c.fsCapable() {
+		return nil // CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH: search is always allowed
+	}
+	mode, uid, gid, err := nodeAttrs(loc.node)
+	if err != nil {
+		return err
+	}
+	return c.generic(mode, uid, gid, MayExec)
+}
+
+// mayCreate is may_create: write and search permission on the directory
+// that gets the new name (EEXIST and the dead-directory ENOENT are the
+// file system's).
+func (c *creds) mayCreate(dir location) error {
+	return c.permission(dir, MayWrite|MayExec)
+}
+
+// checkSticky is check_sticky: in a sticky directory only the owner of the
+// file, the owner of the directory, or a process with CAP_FOWNER may
+// remove or rename an entry.
+func (c *creds) checkSticky(dirMode, dirUid, fileUid uint32) bool {
+	if dirMode&unix.S_ISVTX == 0 {
+		return false
+	}
+	return fileUid != c.fsuid && dirUid != c.fsuid && !c.fsCapable()
+}
+
+// mayDelete is may_delete for removing victim, the node of an entry of
+// dir: write and search on dir (EACCES), the sticky rule (EPERM), then
+// the type the call expects (ENOTDIR for rmdir of a non-directory, EISDIR
+// for unlink of a directory).
+func (c *creds) mayDelete(dir location, victim Node, wantDir bool) error {
+	dmode, duid, dgid, err := nodeAttrs(dir.node)
+	if err != nil {
+		return err
+	}
+	if err := c.permissionAttrs(dir.mnt, dmode, duid, dgid, MayWrite|MayExec); err != nil {
+		return err
+	}
+	vmode, vuid, _, err := nodeAttrs(victim)
+	if err != nil {
+		return err
+	}
+	if c.checkSticky(dmode, duid, vuid) {
+		return errEPERM
+	}
+	vdir := vmode&unix.S_IFMT == unix.S_IFDIR
+	if wantDir && !vdir {
+		return errENOTDIR
+	}
+	if !wantDir && vdir {
+		return errEISDIR
+	}
+	return nil
+}
+
+// stripSgid is mode_strip_sgid for a new non-directory in dir: a file that
+// would be setgid and group-executable in a setgid directory whose group
+// the caller is not in loses S_ISGID (unless CAP_FSETID).
+func (c *creds) stripSgid(dir Node, mode uint32) uint32 {
+	if mode&(unix.S_ISGID|unix.S_IXGRP) != unix.S_ISGID|unix.S_IXGRP || mode&unix.S_IFMT == unix.S_IFDIR {
+		return mode
+	}
+	dmode, _, dgid, err := nodeAttrs(dir)
+	if err != nil || dmode&unix.S_ISGID == 0 || c.inGroupOrCapable(dgid) {
+		return mode
+	}
+	return mode &^ unix.S_ISGID
+}
