@@ -106,6 +106,7 @@ const (
 // the file.
 func (p *Proc) lookupForOpen(w *walker, cur location, path string, flags int, perm uint32) (location, bool, error) {
 	follow := flags&unix.O_NOFOLLOW == 0
+	retries := 0
 	if flags&unix.O_CREAT == 0 {
 		loc, err := w.resolve(cur, path, follow)
 		if err != nil {
@@ -177,6 +178,13 @@ func (p *Proc) lookupForOpen(w *walker, cur location, path string, flags int, pe
 		}
 		mode := c.stripSgid(dir.node, unix.S_IFREG|perm&0o7777) & 0o7777 &^ p.umask.Load()
 		n, err := cr.Create(name, mode, c.fsCred())
+		if err == unix.EEXIST && flags&unix.O_EXCL == 0 && retries < 8 {
+			// Another open made the name since the lookup: Linux holds
+			// the directory's lock across both, so open what is there.
+			retries++
+			cur, path = dir, name
+			continue
+		}
 		if err != nil {
 			return location{}, false, err
 		}
