@@ -57,8 +57,9 @@ func (c *creds) generic(mode, uid, gid uint32, mask int) error {
 }
 
 // permission is Linux's inode_permission for the node at loc: writing to
-// a regular file, directory or symlink on a read-only mount gives EROFS
-// (sb_permission), then generic_permission decides (EACCES). mask is a
+// a regular file, directory or symlink of a read-only file system gives
+// EROFS (sb_permission; a read-only bind mount is checked by the callers,
+// after this), then generic_permission decides (EACCES). mask is a
 // combination of MayRead, MayWrite and MayExec. The lead wires this into
 // the calls of other files (xattrs, fallocate) through Proc.permission.
 func (c *creds) permission(loc location, mask int) error {
@@ -70,7 +71,7 @@ func (c *creds) permission(loc location, mask int) error {
 }
 
 func (c *creds) permissionAttrs(m *mount, mode, uid, gid uint32, mask int) error {
-	if mask&MayWrite != 0 && m != nil && m.readonly {
+	if mask&MayWrite != 0 && m != nil && m.sbReadonly {
 		switch mode & unix.S_IFMT {
 		case unix.S_IFREG, unix.S_IFDIR, unix.S_IFLNK:
 			return unix.EROFS
