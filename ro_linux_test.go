@@ -6,11 +6,14 @@ package iovfs_test
 // open and truncate (may_open before mnt_want_write).
 
 import (
+	"fmt"
 	"path"
+	"runtime"
 	"testing"
 
 	"github.com/iovfs/iovfs"
 	"github.com/iovfs/iovfs/fs/tmpfs"
+	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -104,4 +107,63 @@ func TestReadonlyKernel(t *testing.T) {
 		}
 	}
 	t.Logf("%d calls compared on read-only mounts", n)
+}
+
+// TestLoopIoctlPrivilegeKernel compares lo_ioctl's privilege rule with the
+// kernel: on a descriptor opened read-only by root, the requests that
+// change the device give EPERM to uid 1000. The host side runs on a thread
+// of its own with a raw setresuid, so nothing is done to the device.
+func TestLoopIoctlPrivilegeKernel(t *testing.T) {
+	testenv.RequireRoot(t, "opening a host loop device and changing a thread's uid")
+	ctl, err := unix.Open("/dev/loop-control", unix.O_RDWR, 0)
+	if err != nil {
+		testenv.SkipPrivileged(t, "no /dev/loop-control: "+err.Error())
+	}
+	n, err := unix.IoctlRetInt(ctl, unix.LOOP_CTL_GET_FREE)
+	unix.Close(ctl)
+	must(t, err)
+	hfd, err := unix.Open(fmt.Sprintf("/dev/loop%d", n), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	must(t, err)
+	defer unix.Close(hfd)
+	reqs := []struct {
+		name string
+		req  uint
+		arg  uintptr
+	}{
+		{"LOOP_SET_CAPACITY", unix.LOOP_SET_CAPACITY, 0},
+		{"LOOP_SET_BLOCK_SIZE", unix.LOOP_SET_BLOCK_SIZE, 512},
+		{"LOOP_SET_DIRECT_IO", unix.LOOP_SET_DIRECT_IO, 0},
+	}
+	host := make(chan []unix.Errno)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		var out []unix.Errno
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, 1000, 1000, 1000); e != 0 {
+			host <- nil
+			return
+		}
+		for _, r := range reqs {
+			_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(hfd), uintptr(r.req), r.arg)
+			out = append(out, e)
+		}
+		host <- out
+	}()
+	hres := <-host
+	if hres == nil {
+		t.Fatal("setresuid on the host thread failed")
+	}
+	t.Logf("Linux, uid 1000, read-only fd: %v", hres)
+	p, err := iovfs.New()
+	must(t, err)
+	fd, err := p.Open("/dev/loop0", unix.O_RDONLY, 0)
+	must(t, err)
+	u, err := p.Fork()
+	must(t, err)
+	must(t, u.Setresuid(1000, 1000, 1000))
+	for i, r := range reqs {
+		_, err := u.Ioctl(fd, r.req, int(r.arg))
+		if errnoOf(err) != hres[i] {
+			t.Errorf("%s as uid 1000 on a read-only fd: iovfs %v, Linux %v", r.name, err, hres[i])
+		}
+	}
 }
