@@ -873,6 +873,9 @@ func credDifferential(t *testing.T, asRoot bool, checks int) {
 		user, _ = root.Fork()
 	}
 	ours := ovfsCred{user}
+	// The sequences' parent is root's and 0755 on both sides, as the host
+	// tmpfs's root is: a symlink to "../x" leads there.
+	must(t, root.Mkdir("/tmp/cd", 0o755))
 
 	f := flag.Lookup("rapid.checks")
 	old := f.Value.String()
@@ -884,7 +887,7 @@ func credDifferential(t *testing.T, asRoot bool, checks int) {
 	rapid.Check(t, func(t *rapid.T) {
 		seqs++
 		name := fmt.Sprintf("s%d", seqs)
-		hdir, odir := path.Join(host, name), "/tmp/"+name
+		hdir, odir := path.Join(host, name), "/tmp/cd/"+name
 		for _, err := range []error{unix.Mkdir(hdir, 0o777), unix.Chmod(hdir, 0o777), root.Mkdir(odir, 0o777), root.Chmod(odir, 0o777)} {
 			if err != nil {
 				t.Fatalf("sequence directory: %v", err)
