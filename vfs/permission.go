@@ -5,7 +5,6 @@ package vfs
 // for every file system; drivers never check modes.
 
 import (
-
 	"golang.org/x/sys/unix"
 )
 
@@ -180,4 +179,3 @@ func (c *creds) stripSgid(dir Node, mode uint32) uint32 {
 	}
 	return mode &^ unix.S_ISGID
 }
-
