@@ -288,3 +288,28 @@ func TestRunC(t *testing.T) {
 		t.Fatalf("status %d, stderr %q\niovfs:\n%s\nhost:\n%s", code, stderr, out, want)
 	}
 }
+
+// TestRunConfined: symlinks in a mounted host directory that point out of
+// it (absolute, and relative with "..") lead nowhere, whether the mount
+// is a preopen of its own or the guest's root. The canary outside is only
+// read if confinement fails, so a failure damages nothing.
+func TestRunConfined(t *testing.T) {
+	cat := buildWasm(t, "testdata/cat/main.go", false)
+	outer := t.TempDir()
+	inner := filepath.Join(outer, "inner")
+	os.Mkdir(inner, 0o755)
+	canary := filepath.Join(outer, "canary")
+	os.WriteFile(canary, []byte("SECRET"), 0o644)
+	os.Symlink(canary, filepath.Join(inner, "abs"))
+	os.Symlink("../canary", filepath.Join(inner, "rel"))
+	os.Symlink("../../../../../../../../"+canary, filepath.Join(inner, "deep"))
+	for _, c := range []struct{ mount, path string }{
+		{inner + ":/d", "/d/abs"}, {inner + ":/d", "/d/rel"}, {inner + ":/d", "/d/deep"}, {inner + ":/d", "/d/../canary"},
+		{inner + ":/", "/abs"}, {inner + ":/", "/rel"}, {inner + ":/", "/deep"}, {inner + ":/", "/../canary"},
+	} {
+		code, out, stderr := iovfsRun(t, "--mount", c.mount, cat, c.path)
+		if strings.Contains(out, "SECRET") || code == 0 {
+			t.Errorf("--mount %s, cat %s: status %d, out %q, stderr %q: read outside the mount", c.mount, c.path, code, out, stderr)
+		}
+	}
+}
