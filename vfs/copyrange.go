@@ -151,6 +151,10 @@ func (fi *file) copyTo(fo *file, in, out int64, count int) (int, error) {
 
 // getPos reads the file position.
 func (f *file) getPos() int64 {
+	if f.mode&fmNoPos != 0 && f.seek != nil { // the driver keeps it (Positionless)
+		pos, _ := f.seek.Llseek(0, 0, unix.SEEK_CUR)
+		return pos
+	}
 	f.posMu.Lock()
 	defer f.posMu.Unlock()
 	return f.pos
@@ -161,6 +165,10 @@ func (f *file) getPos() int64 {
 func setPos(f *file, off *int64, pos int64) {
 	if off != nil {
 		*off = pos
+		return
+	}
+	if f.mode&fmNoPos != 0 && f.seek != nil {
+		f.seek.Llseek(0, pos, unix.SEEK_SET)
 		return
 	}
 	f.posMu.Lock()

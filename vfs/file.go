@@ -24,6 +24,10 @@ const (
 	fmHold               // calls may block: they hold a reference (a Poller)
 )
 
+// noOffset is the off that Positionless handles get from the calls at the
+// file position; explicit offsets are never negative.
+const noOffset = -1
+
 // rwfKnown are the preadv2/pwritev2 flags iovfs accepts (Linux RWF_SUPPORTED
 // less RWF_ATOMIC and RWF_DONTCACHE, which need driver support no iovfs
 // driver offers, and which Linux refuses the same way for such files).

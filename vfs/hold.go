@@ -20,7 +20,7 @@ func (f *file) heldRead(b []byte) (int, error) {
 	}
 	defer f.release()
 	if f.mode&fmNoPos != 0 {
-		return f.readBuf(b, 0)
+		return f.readBuf(b, noOffset)
 	}
 	f.posMu.Lock()
 	defer f.posMu.Unlock()
@@ -43,7 +43,7 @@ func (f *file) heldWrite(b []byte) (int, error) {
 	}
 	defer f.release()
 	if f.mode&fmNoPos != 0 {
-		return f.writeBuf(b, 0)
+		return f.writeBuf(b, noOffset)
 	}
 	if f.appending() && f.app != nil {
 		return f.appendPos(iov.Buf(b))

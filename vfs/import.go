@@ -1,15 +1,16 @@
 package vfs
 
 // Host files in the descriptor table. An imported file is a duplicate of a
-// host descriptor; every read and write on it is one host system call
-// (pread, preadv, pwrite, pwritev) through golang.org/x/sys/unix, so its
-// semantics are the host kernel's own, errno for errno.
+// host descriptor; every read, write and lseek on it is one host system
+// call through golang.org/x/sys/unix, so its semantics are the host
+// kernel's own, errno for errno.
 //
-// The iovfs descriptor keeps its own file position, which starts at the
-// host descriptor's offset when the file is imported. Reads and writes
-// take explicit offsets and never move the host offset; lseek moves only
-// the iovfs position, except SEEK_DATA and SEEK_HOLE, which ask the host
-// and so also move the offset the host descriptors share.
+// The file position is the host's: the handle is Positionless, so read,
+// readv, write, writev and lseek reach it with off = -1 and it calls the
+// host's read, readv, write, writev and lseek, which use and move the
+// offset of the open file description that the host descriptors share,
+// as on a dup(2). pread, preadv, pwrite and pwritev pass their offset to
+// the host's and leave the offset alone.
 //
 // Invariant: the host descriptor stays open while a call that uses it is
 // in flight. mu is held for reading by every such call and for writing by
@@ -68,11 +69,6 @@ func (p *Proc) ImportFile(f *os.File) (int, error) {
 		handle = &hostStream{h}
 	}
 	file := newFile(h, handle, flags&^unix.O_CLOEXEC)
-	if _, ok := handle.(*hostFile); ok {
-		if pos, err := unix.Seek(nfd, 0, unix.SEEK_CUR); err == nil {
-			file.pos = pos
-		}
-	}
 	fd, err := p.files.install(file, 0)
 	if err != nil {
 		file.release()
@@ -128,38 +124,57 @@ func (h *hostFile) Stat() (Stat, error) {
 	return s, nil
 }
 
-func (h *hostFile) Read(p []byte, off int64) (int, error) {
+// Positionless: the position is the host's (see the top of the file).
+func (*hostFile) Positionless() {}
+
+func (h *hostFile) Read(p []byte, off int64) (n int, err error) {
 	if !h.acquire() {
 		return 0, errEBADF
 	}
-	n, err := unix.Pread(h.fd, p, off)
+	if off == noOffset {
+		n, err = unix.Read(h.fd, p)
+	} else {
+		n, err = unix.Pread(h.fd, p, off)
+	}
 	h.mu.RUnlock()
 	return hostCount(n, err)
 }
 
-func (h *hostFile) Write(p []byte, off int64) (int, error) {
+func (h *hostFile) Write(p []byte, off int64) (n int, err error) {
 	if !h.acquire() {
 		return 0, errEBADF
 	}
-	n, err := unix.Pwrite(h.fd, p, off)
+	if off == noOffset {
+		n, err = unix.Write(h.fd, p)
+	} else {
+		n, err = unix.Pwrite(h.fd, p, off)
+	}
 	h.mu.RUnlock()
 	return hostCount(n, err)
 }
 
-func (h *hostFile) ReadIter(dst iov.Iter, off int64) (int, error) {
+func (h *hostFile) ReadIter(dst iov.Iter, off int64) (n int, err error) {
 	if !h.acquire() {
 		return 0, errEBADF
 	}
-	n, err := hostio.Preadv(h.fd, dst, off, 0)
+	if off == noOffset {
+		n, err = hostio.Readv(h.fd, dst)
+	} else {
+		n, err = hostio.Preadv(h.fd, dst, off, 0)
+	}
 	h.mu.RUnlock()
 	return n, err
 }
 
-func (h *hostFile) WriteIter(src iov.Iter, off int64) (int, error) {
+func (h *hostFile) WriteIter(src iov.Iter, off int64) (n int, err error) {
 	if !h.acquire() {
 		return 0, errEBADF
 	}
-	n, err := hostio.Pwritev(h.fd, src, off, 0)
+	if off == noOffset {
+		n, err = hostio.Writev(h.fd, src)
+	} else {
+		n, err = hostio.Pwritev(h.fd, src, off, 0)
+	}
 	h.mu.RUnlock()
 	return n, err
 }
@@ -184,33 +199,14 @@ func (h *hostFile) Append(src iov.Iter) (int64, int, error) {
 	return st.Size - int64(n), n, nil
 }
 
-// Llseek keeps the position in iovfs. SEEK_END uses the size Stat
-// reports; SEEK_DATA and SEEK_HOLE ask the host, which knows the holes.
-func (h *hostFile) Llseek(pos, off int64, whence int) (int64, error) {
-	switch whence {
-	case unix.SEEK_SET:
-		pos = off
-	case unix.SEEK_CUR:
-		pos += off
-	case unix.SEEK_END:
-		st, err := h.Stat()
-		if err != nil {
-			return 0, err
-		}
-		pos = st.Size + off
-	case unix.SEEK_DATA, unix.SEEK_HOLE:
-		if !h.acquire() {
-			return 0, errEBADF
-		}
-		defer h.mu.RUnlock()
-		return unix.Seek(h.fd, off, whence)
-	default:
-		return 0, errEINVAL
+// Llseek is the host's lseek on the shared offset; pos, the VFS's copy,
+// is unused. The host block device's SEEK_END is its size, as Stat's.
+func (h *hostFile) Llseek(_, off int64, whence int) (int64, error) {
+	if !h.acquire() {
+		return 0, errEBADF
 	}
-	if pos < 0 {
-		return 0, errEINVAL
-	}
-	return pos, nil
+	defer h.mu.RUnlock()
+	return unix.Seek(h.fd, off, whence)
 }
 
 func (h *hostFile) Sync() error {

@@ -267,9 +267,7 @@ func (f *file) lockRange(lk *unix.Flock_t) (start, end int64, err error) {
 	switch lk.Whence {
 	case unix.SEEK_SET:
 	case unix.SEEK_CUR:
-		f.posMu.Lock()
-		start = f.pos
-		f.posMu.Unlock()
+		start = f.getPos()
 	case unix.SEEK_END:
 		st, err := f.stat()
 		if err != nil {

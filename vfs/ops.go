@@ -105,7 +105,14 @@ type Seeker interface {
 // Positionless marks a handle whose reads and writes neither use nor move
 // the file position, like /dev/null, /dev/zero and /dev/full in Linux's
 // drivers/char/mem.c. The VFS then takes no position lock on read and
-// write, and lseek returns 0 unless the handle is also a Seeker.
+// write, and lseek returns 0 unless the handle is also a Seeker. The calls
+// at the file position (read, readv, write, writev, and preadv2 and
+// pwritev2 with offset -1) pass off = -1, which no call with an explicit
+// offset can pass, so a driver that keeps its position itself (an
+// imported host file, whose offset is the host's) tells them apart; in
+// the compat loop every segment gets -1. Such a driver's Llseek is the
+// whole of lseek, and its SEEK_CUR answer is the position that
+// copy_file_range and SEEK_CUR locks use.
 type Positionless interface {
 	Positionless()
 }

@@ -29,7 +29,7 @@ func (p *Proc) Read(fd int, b []byte) (int, error) {
 		return f.heldRead(b)
 	}
 	if f.mode&fmNoPos != 0 {
-		return f.readBuf(b, 0)
+		return f.readBuf(b, noOffset)
 	}
 	f.posMu.Lock()
 	n, err := f.readBuf(b, f.pos)
@@ -69,7 +69,7 @@ func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
 			return f.readvPos(iovs, 0)
 		}
 		if f.mode&fmNoPos != 0 {
-			return f.readBuf(iovs[0], 0)
+			return f.readBuf(iovs[0], noOffset)
 		}
 		f.posMu.Lock()
 		n, err := f.readBuf(iovs[0], f.pos)
@@ -170,7 +170,7 @@ func (f *file) readvPos(iovs [][]byte, flags int) (int, error) {
 		return 0, errEOPNOTSUP
 	}
 	if f.mode&fmNoPos != 0 {
-		return f.readIterFlags(it, segs, 0, flags)
+		return f.readIterFlags(it, segs, noOffset, flags)
 	}
 	f.posMu.Lock()
 	n, err := f.readIterFlags(it, segs, f.pos, flags)
@@ -224,7 +224,11 @@ func loopRead(r Reader, it iov.Iter, off int64) (int, error) {
 	done := 0
 	for it.Len() > 0 {
 		seg := it.Segment()
-		n, err := r.Read(seg, off+int64(done))
+		o := off
+		if off != noOffset {
+			o += int64(done)
+		}
+		n, err := r.Read(seg, o)
 		if n > 0 {
 			done += n
 			it.Advance(n)

@@ -29,7 +29,7 @@ func (p *Proc) Write(fd int, b []byte) (int, error) {
 		p.removePrivs(f)
 	}
 	if f.mode&fmNoPos != 0 {
-		return f.writeBuf(b, 0)
+		return f.writeBuf(b, noOffset)
 	}
 	if f.appending() && f.app != nil {
 		return f.appendPos(iov.Buf(b))
@@ -77,7 +77,7 @@ func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
 	}
 	if len(iovs) == 1 && len(iovs[0]) != 0 && !f.appending() {
 		if f.mode&fmNoPos != 0 {
-			return f.writeBuf(iovs[0], 0)
+			return f.writeBuf(iovs[0], noOffset)
 		}
 		f.posMu.Lock()
 		n, err := f.writeBuf(iovs[0], f.pos)
@@ -206,7 +206,7 @@ func (f *file) writevPos(iovs [][]byte, flags int) (int, error) {
 		return 0, errEOPNOTSUP
 	}
 	if f.mode&fmNoPos != 0 {
-		return f.writeIterFlags(it, segs, 0, flags)
+		return f.writeIterFlags(it, segs, noOffset, flags)
 	}
 	if f.appends(flags) {
 		return f.appendPos(it)
@@ -276,7 +276,11 @@ func loopWrite(w Writer, it iov.Iter, off int64) (int, error) {
 	done := 0
 	for it.Len() > 0 {
 		seg := it.Segment()
-		n, err := w.Write(seg, off+int64(done))
+		o := off
+		if off != noOffset {
+			o += int64(done)
+		}
+		n, err := w.Write(seg, o)
 		if n > 0 {
 			done += n
 			it.Advance(n)

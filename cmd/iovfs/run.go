@@ -108,7 +108,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	defer errDone()
 	std := []*os.File{os.Stdin, outF, errF}
 	// Runs before errDone and outDone, so their pipes see the end.
-	defer closeAll(p, std)
+	defer closeAll(p)
 	for _, f := range std {
 		if _, err := p.ImportFile(f); err != nil {
 			fmt.Fprintf(stderr, "iovfs run: importing %s: %v\n", f.Name(), err)
@@ -417,29 +417,13 @@ func (b *preopenBuilder) dev() error {
 	return nil
 }
 
-// closeAll syncs the standard descriptors' offsets and closes what the
-// process has open, so the pipes of stdioFile see the end of their output
-// (iovfs has no descriptor listing; a guest's descriptors are low numbers).
-func closeAll(p *vfs.Proc, std []*os.File) {
-	syncOffsets(p, std)
+// closeAll closes what the process has open, so the pipes of stdioFile
+// see the end of their output (iovfs has no descriptor listing; a guest's
+// descriptors are low numbers). The standard descriptors need no offset
+// copied back: an imported file moves the host's offset itself.
+func closeAll(p *vfs.Proc) {
 	for fd := 0; fd < 1024; fd++ {
 		p.Close(fd)
-	}
-}
-
-// syncOffsets moves the host offsets of the standard descriptors, when
-// they are regular files, to where the guest left them: ImportFile keeps
-// the position in iovfs, so without this a shell's next write to the same
-// open file (a redirect with ">") would land on the guest's output.
-func syncOffsets(p *vfs.Proc, std []*os.File) {
-	for fd, f := range std {
-		st, err := p.Fstat(fd)
-		if err != nil || !st.IsRegular() {
-			continue
-		}
-		if pos, err := p.Seek(fd, 0, unix.SEEK_CUR); err == nil {
-			f.Seek(pos, io.SeekStart)
-		}
 	}
 }
 

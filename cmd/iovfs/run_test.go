@@ -104,6 +104,36 @@ func TestRunStdin(t *testing.T) {
 	}
 }
 
+// TestRunStdoutOffset: a guest's stdout that is a regular file shares its
+// offset with the host's descriptors, as a dup does, so a write after the
+// run (a shell's next redirect to the same open file) lands after the
+// guest's output, not on it.
+func TestRunStdoutOffset(t *testing.T) {
+	cat := buildWasm(t, "testdata/cat/main.go", false)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	out.WriteString("before\n")
+	cmd := exec.Command(exe, "-test.run=^TestRunHelper$")
+	cmd.Env = append(os.Environ(), "IOVFS_RUN_HELPER="+cat)
+	cmd.Stdin = strings.NewReader("from the guest\n")
+	cmd.Stdout = out
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	out.WriteString("after\n")
+	got, _ := os.ReadFile(out.Name())
+	if string(got) != "before\nfrom the guest\nafter\n" {
+		t.Errorf("stdout file %q", got)
+	}
+}
+
 // TestRunHelper is iovfs run with the process's own stdio, for TestRunStdin.
 func TestRunHelper(t *testing.T) {
 	wasm := os.Getenv("IOVFS_RUN_HELPER")
