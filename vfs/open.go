@@ -206,7 +206,11 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 		return nil, errENOTDIR
 	}
 	if flags&unix.O_PATH != 0 {
-		f := newFile(loc.node, pathHandle{}, flags)
+		h, err := openPath(loc.node)
+		if err != nil {
+			return nil, err
+		}
+		f := newFile(loc.node, h, flags)
 		f.mode &^= fmRead | fmWrite
 		f.mnt = loc.mnt
 		f.loc = loc

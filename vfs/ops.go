@@ -153,6 +153,17 @@ type Ioctler interface {
 	Ioctl(p *Proc, req uint, arg any) (int, error)
 }
 
+// PathOpener lets an O_PATH open hold the node, as Linux's O_PATH file
+// holds its dentry and so the inode: an unlinked file stays allocated (its
+// space, its extended attributes, its share of statfs's f_ffree) until the
+// last O_PATH descriptor closes too. The VFS calls OpenPath once for each
+// O_PATH open, and Release on the returned value once, when that open
+// file's last descriptor is closed; it calls nothing else on it, so an
+// O_PATH file still reads, writes and ioctls nothing.
+type PathOpener interface {
+	OpenPath() (Releaser, error)
+}
+
 // RWFReader is a handle whose vectored read applies preadv2's RWF_*
 // flags itself, as a pass-through to a host file does with the host's
 // preadv2. For a preadv2 with flags (already checked against those the

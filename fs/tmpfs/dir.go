@@ -37,8 +37,9 @@ type Dir struct {
 	order      []*dentry
 	gone       int
 	nextCookie int64
-	subdirs    int64 // for nlink: 2 + subdirectories
-	removed    bool  // rmdir'd: nothing can be added (Linux IS_DEADDIR)
+	subdirs    int64       // for nlink: 2 + subdirectories
+	removed    bool        // rmdir'd: nothing can be added (Linux IS_DEADDIR)
+	freed      atomic.Bool // the inode went back (free); not under mu
 }
 
 // dentry is one name in a directory.
@@ -61,8 +62,18 @@ func (fs *FS) newDir(parent *Dir, mode uint32, c vfs.Cred, now instant) *Dir {
 
 func (d *Dir) dtype() uint8 { return unix.DT_DIR }
 
-// free returns the inode to nr_inodes; Rmdir has emptied the directory.
-func (d *Dir) free() { d.dropXattrs(); d.fs.inodes.Add(-1) }
+// free returns the inode to nr_inodes once the directory is removed (Rmdir
+// has emptied it) and no O_PATH file holds it.
+func (d *Dir) free() {
+	d.mu.RLock()
+	dead := d.removed
+	d.mu.RUnlock()
+	if !dead || d.pins.Load() != 0 || d.freed.Swap(true) {
+		return
+	}
+	d.dropXattrs()
+	d.fs.inodes.Add(-1)
+}
 
 // Stat implements vfs.Node. Nlink is 2 plus the subdirectories, and 0 once
 // the directory is removed.

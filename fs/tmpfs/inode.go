@@ -45,6 +45,10 @@ type inode struct {
 	atimeDue atomic.Int64
 
 	xa xattrs // extended attributes (xattr.go)
+
+	// pins counts the O_PATH files open on a node other than a regular
+	// file (openpath.go); free leaves a pinned node alone.
+	pins atomic.Int32
 }
 
 func (n *inode) base() *inode { return n }

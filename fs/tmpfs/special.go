@@ -1,6 +1,8 @@
 package tmpfs
 
 import (
+	"sync/atomic"
+
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -11,7 +13,8 @@ import (
 // by the VFS (a pipe for a FIFO, the registered driver for a device).
 type Special struct {
 	inode
-	rdev uint64
+	rdev  uint64
+	freed atomic.Bool // the inode went back (free)
 }
 
 func (s *Special) dtype() uint8 {
@@ -38,9 +41,11 @@ func (s *Special) Stat() (vfs.Stat, error) {
 func (s *Special) Setattr(a vfs.SetAttr) error { return s.setattrMeta(a, errEINVAL) }
 
 func (s *Special) free() {
-	if s.nlink.Load() == 0 {
-		s.fs.inodes.Add(-1)
+	if s.nlink.Load() != 0 || s.pins.Load() != 0 || s.freed.Swap(true) {
+		return
 	}
+	s.dropXattrs()
+	s.fs.inodes.Add(-1)
 }
 
 // Mknod implements vfs.Mknoder: a regular file (as Create), or a FIFO,

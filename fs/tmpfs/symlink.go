@@ -43,7 +43,7 @@ func (s *Symlink) Readlink() (string, error) {
 func (s *Symlink) Setattr(a vfs.SetAttr) error { return s.setattrMeta(a, errEINVAL) }
 
 func (s *Symlink) free() {
-	if s.nlink.Load() != 0 || s.freed.Swap(true) {
+	if s.nlink.Load() != 0 || s.pins.Load() != 0 || s.freed.Swap(true) {
 		return
 	}
 	if s.paged {
