@@ -79,6 +79,28 @@ func (e *pipeEnd) WriteIter(src iov.Iter, _ int64) (int, error) {
 	return e.obj.p.Write(src, fl&endNonblock != 0, fl&endPacket != 0)
 }
 
+// pipe2End is the handle of an end made by pipe2: a pipe honours
+// RWF_NOWAIT (Linux's create_pipe_files sets FMODE_NOWAIT); the call gets
+// EAGAIN where it would wait, as with O_NONBLOCK (pipe_read and
+// pipe_write test IOCB_NOWAIT with it). A FIFO's ends are plain pipeEnds:
+// fifo_open does not set FMODE_NOWAIT, so RWF_NOWAIT gives EOPNOTSUPP
+// there (measured on Linux 6.x, TestPipeKernel).
+type pipe2End struct{ *pipeEnd }
+
+func (pipe2End) NoWait() {}
+
+// ReadIterFlags implements RWFReader: RWF_NOWAIT acts as O_NONBLOCK for
+// this call; the other flags accepted mean nothing to a pipe.
+func (e *pipeEnd) ReadIterFlags(dst iov.Iter, _ int64, flags int) (int, error) {
+	return e.obj.p.Read(dst, e.flags.Load()&endNonblock != 0 || flags&unix.RWF_NOWAIT != 0)
+}
+
+// WriteIterFlags implements RWFWriter, as ReadIterFlags.
+func (e *pipeEnd) WriteIterFlags(src iov.Iter, _ int64, flags int) (int, error) {
+	fl := e.flags.Load()
+	return e.obj.p.Write(src, fl&endNonblock != 0 || flags&unix.RWF_NOWAIT != 0, fl&endPacket != 0)
+}
+
 // Stream and Positionless: pipes have no offset; pread, pwrite and lseek
 // give ESPIPE.
 func (*pipeEnd) Stream()       {}
@@ -183,8 +205,8 @@ func (p *Proc) Pipe2(flags int) (r, w int, err error) {
 	re.setFlags(st)
 	we := &pipeEnd{obj: obj, wr: true}
 	we.setFlags(st)
-	rf := newFile(node, re, unix.O_RDONLY|st)
-	wf := newFile(node, we, unix.O_WRONLY|st)
+	rf := newFile(node, pipe2End{re}, unix.O_RDONLY|st)
+	wf := newFile(node, pipe2End{we}, unix.O_WRONLY|st)
 	// pipe2's files are not opened, so F_GETFL shows no O_LARGEFILE
 	// (measured; a FIFO opened with open(2) has it).
 	for _, f := range []*file{rf, wf} {

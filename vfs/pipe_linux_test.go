@@ -29,6 +29,8 @@ type pipeSys interface {
 	readv(fd int, v [][]byte) (int, error)
 	write(fd int, b []byte) (int, error)
 	writev(fd int, v [][]byte) (int, error)
+	preadv2(fd int, v [][]byte, off int64, flags int) (int, error)
+	pwritev2(fd int, v [][]byte, off int64, flags int) (int, error)
 	close(fd int) error
 	dup(fd int) (int, error)
 	setfl(fd, flags int) error
@@ -56,6 +58,12 @@ func (hostPipes) readv(fd int, v [][]byte) (int, error) { return fixHost(unix.Re
 func (hostPipes) write(fd int, b []byte) (int, error)   { return fixHost(unix.Write(fd, b)) }
 func (hostPipes) writev(fd int, v [][]byte) (int, error) {
 	return fixHost(unix.Writev(fd, v))
+}
+func (hostPipes) preadv2(fd int, v [][]byte, off int64, flags int) (int, error) {
+	return fixHost(unix.Preadv2(fd, v, off, flags))
+}
+func (hostPipes) pwritev2(fd int, v [][]byte, off int64, flags int) (int, error) {
+	return fixHost(unix.Pwritev2(fd, v, off, flags))
 }
 func (hostPipes) close(fd int) error      { return unix.Close(fd) }
 func (hostPipes) dup(fd int) (int, error) { return unix.Dup(fd) }
@@ -97,6 +105,12 @@ func (v vfsPipes) read(fd int, b []byte) (int, error)     { return v.p.Read(fd, 
 func (v vfsPipes) readv(fd int, b [][]byte) (int, error)  { return v.p.Readv(fd, b) }
 func (v vfsPipes) write(fd int, b []byte) (int, error)    { return v.p.Write(fd, b) }
 func (v vfsPipes) writev(fd int, b [][]byte) (int, error) { return v.p.Writev(fd, b) }
+func (v vfsPipes) preadv2(fd int, b [][]byte, off int64, flags int) (int, error) {
+	return v.p.Preadv2(fd, b, off, flags)
+}
+func (v vfsPipes) pwritev2(fd int, b [][]byte, off int64, flags int) (int, error) {
+	return v.p.Pwritev2(fd, b, off, flags)
+}
 func (v vfsPipes) close(fd int) error                     { return v.p.Close(fd) }
 func (v vfsPipes) dup(fd int) (int, error)                { return v.p.Dup(fd) }
 func (v vfsPipes) setfl(fd, flags int) error {
@@ -289,15 +303,23 @@ func (s *seqRunner) step() {
 	case op < 22: // write or writev
 		n := s.randSize()
 		data := s.fill(n)
+		form, rwf, off := s.rng.IntN(3), s.rwfFlags(), s.rwfOffset()
 		// A blocking write must not block the host: only a write of at
 		// most PIPE_BUF into a pipe with a free buffer (POLLOUT), or one
-		// that gets EPIPE (POLLERR), or on a non-blocking end.
+		// that gets EPIPE (POLLERR), or on a non-blocking end, or with
+		// RWF_NOWAIT.
 		if m := s.hostMask(i); !(m&unix.POLLERR != 0 || (m&unix.POLLOUT != 0 && n <= 4096)) {
-			if fl, _ := unix.FcntlInt(uintptr(e.host), unix.F_GETFL, 0); fl&unix.O_NONBLOCK == 0 {
+			if fl, _ := unix.FcntlInt(uintptr(e.host), unix.F_GETFL, 0); fl&unix.O_NONBLOCK == 0 &&
+				(form != 2 || rwf&unix.RWF_NOWAIT == 0 || rwf&^rwfPipe != 0) {
 				return
 			}
 		}
-		if s.rng.IntN(2) == 0 {
+		if form == 2 {
+			v := splitBy(data, s.segments(n))
+			hn, herr := s.h.pwritev2(e.host, v, off, rwf)
+			on, oerr := s.o.pwritev2(e.ours, v, off, rwf)
+			s.same(fmt.Sprintf("pwritev2(%d:%s, %d, off %d, flags %#x)", i, e.what, n, off, rwf), hn, herr, on, oerr)
+		} else if form == 0 {
 			hn, herr := s.h.write(e.host, data)
 			on, oerr := s.o.write(e.ours, data)
 			s.same(fmt.Sprintf("write(%d:%s, %d)", i, e.what, n), hn, herr, on, oerr)
@@ -315,8 +337,10 @@ func (s *seqRunner) step() {
 		}
 	case op < 44: // read or readv
 		n := s.randSize()
+		form, rwf, off := s.rng.IntN(3), s.rwfFlags(), s.rwfOffset()
 		if m := s.hostMask(i); m&(unix.POLLIN|unix.POLLHUP) == 0 {
-			if fl, _ := unix.FcntlInt(uintptr(e.host), unix.F_GETFL, 0); fl&unix.O_NONBLOCK == 0 {
+			if fl, _ := unix.FcntlInt(uintptr(e.host), unix.F_GETFL, 0); fl&unix.O_NONBLOCK == 0 &&
+				(form != 2 || rwf&unix.RWF_NOWAIT == 0 || rwf&^rwfPipe != 0) {
 				return // would block
 			}
 		}
@@ -324,7 +348,12 @@ func (s *seqRunner) step() {
 		var hn, on int
 		var herr, oerr error
 		var what string
-		if s.rng.IntN(2) == 0 {
+		if form == 2 {
+			sz := s.segments(n)
+			hn, herr = s.h.preadv2(e.host, splitBy(hb, sz), off, rwf)
+			on, oerr = s.o.preadv2(e.ours, splitBy(ob, sz), off, rwf)
+			what = fmt.Sprintf("preadv2(%d:%s, %v, off %d, flags %#x)", i, e.what, sz, off, rwf)
+		} else if form == 0 {
 			hn, herr = s.h.read(e.host, hb)
 			on, oerr = s.o.read(e.ours, ob)
 			what = fmt.Sprintf("read(%d:%s, %d)", i, e.what, n)
@@ -412,6 +441,36 @@ func (s *seqRunner) step() {
 	default:
 		s.newFIFOEnd()
 	}
+}
+
+// rwfPipe are the RWF_* flags a pipe accepts (Linux FMODE_NOWAIT pipes,
+// and .read_iter/.write_iter, take all of RWF_SUPPORTED but the atomic and
+// uncached-buffer ones); the guards against a blocking host call only let
+// through RWF_NOWAIT calls whose flags are all of these.
+const rwfPipe = unix.RWF_HIPRI | unix.RWF_DSYNC | unix.RWF_SYNC | unix.RWF_NOWAIT | unix.RWF_APPEND | unix.RWF_NOAPPEND
+
+// rwfFlags draws the flags of a preadv2 or pwritev2: mostly RWF_NOWAIT,
+// alone or with others, sometimes none or an unknown bit.
+func (s *seqRunner) rwfFlags() int {
+	return []int{unix.RWF_NOWAIT, unix.RWF_NOWAIT, unix.RWF_NOWAIT | unix.RWF_HIPRI, unix.RWF_NOWAIT | unix.RWF_DSYNC,
+		unix.RWF_NOWAIT | unix.RWF_APPEND, 0, unix.RWF_HIPRI, 0x1000}[s.rng.IntN(8)]
+}
+
+// rwfOffset draws preadv2's offset: -1 (the file position) mostly, and
+// sometimes 0 or -2 (ESPIPE on a pipe).
+func (s *seqRunner) rwfOffset() int64 {
+	return []int64{-1, -1, -1, -1, 0, -2}[s.rng.IntN(6)]
+}
+
+// splitBy cuts b into segments of the sizes sz.
+func splitBy(b []byte, sz []int) [][]byte {
+	var v [][]byte
+	off := 0
+	for _, k := range sz {
+		v = append(v, b[off:off+k])
+		off += k
+	}
+	return v
 }
 
 // TestPipeKernel runs random sequences of pipe and FIFO calls on the host
