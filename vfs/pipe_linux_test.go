@@ -111,8 +111,8 @@ func (v vfsPipes) preadv2(fd int, b [][]byte, off int64, flags int) (int, error)
 func (v vfsPipes) pwritev2(fd int, b [][]byte, off int64, flags int) (int, error) {
 	return v.p.Pwritev2(fd, b, off, flags)
 }
-func (v vfsPipes) close(fd int) error                     { return v.p.Close(fd) }
-func (v vfsPipes) dup(fd int) (int, error)                { return v.p.Dup(fd) }
+func (v vfsPipes) close(fd int) error      { return v.p.Close(fd) }
+func (v vfsPipes) dup(fd int) (int, error) { return v.p.Dup(fd) }
 func (v vfsPipes) setfl(fd, flags int) error {
 	_, err := v.p.Fcntl(fd, unix.F_SETFL, flags)
 	return err
