@@ -45,4 +45,5 @@ func nodeKey(n vfs.Node) (key, uint32, bool) {
 	}
 	return in.key, in.typ, true
 }
+
 var _ vfs.Revalidator = (*Dir)(nil)
