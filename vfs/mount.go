@@ -102,6 +102,9 @@ type mount struct {
 	point    Node   // the directory in parent this mount covers
 	dev      uint64
 	readonly bool
+	// source, fstype and data are Mount's arguments, set once under
+	// Namespace.mu after attach and read under it (Mounts).
+	source, fstype, data string
 
 	// openFiles counts the open files on this mount (EBUSY on unmount).
 	openFiles atomic.Int64
@@ -227,7 +230,10 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 	if err != nil {
 		return pathErr("mount", source, err)
 	}
-	p.ns.attach(loc.mnt, loc.node, fs, fs.Root(), readonly)
+	m := p.ns.attach(loc.mnt, loc.node, fs, fs.Root(), readonly)
+	p.ns.mu.Lock()
+	m.source, m.fstype, m.data = source, fstype, data
+	p.ns.mu.Unlock()
 	return nil
 }
 

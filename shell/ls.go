@@ -1,0 +1,215 @@
+package shell
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/iovfs/iovfs/vfs"
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	register(&builtin{name: "ls", summary: "list directory contents (-l -a -A -i -h -R -1 -d)", run: runLs, usageStatus: 2})
+}
+
+type lsOpts struct {
+	long, all, almost, inode, human, recursive, dirs bool
+	now                                              time.Time
+}
+
+type lsEntry struct {
+	name, path string
+	st         vfs.Stat
+	target     string
+}
+
+func runLs(c *cmd, args []string) int {
+	opts, ops, bad := getopt(args, "laAihR1d", map[string]string{"all": "a", "almost-all": "A",
+		"inode": "i", "human-readable": "h", "recursive": "R", "directory": "d"})
+	if bad != "" {
+		return c.usage("%s", bad)
+	}
+	o := lsOpts{long: has(opts, "l"), all: has(opts, "a"), almost: has(opts, "A"),
+		inode: has(opts, "i"), human: has(opts, "h"), recursive: has(opts, "R"),
+		dirs: has(opts, "d"), now: time.Now()}
+	if len(ops) == 0 {
+		ops = []string{"."}
+	}
+	status := 0
+	var files []lsEntry
+	var dirs []lsEntry
+	for _, op := range ops {
+		st, err := c.p.Stat(op)
+		if err != nil || o.long || o.dirs {
+			// ls -l and -d describe a symlink operand itself.
+			if lst, lerr := c.p.Lstat(op); lerr == nil && (err != nil || o.dirs || o.long && !st.IsDir()) {
+				st, err = lst, nil
+			}
+		}
+		if err != nil {
+			c.errorf("cannot access %s: %s", quote(op), errText(err))
+			status = 2
+			continue
+		}
+		e := lsEntry{name: op, path: op, st: st}
+		if st.IsDir() && !o.dirs {
+			dirs = append(dirs, e)
+		} else {
+			e.target = c.linkTarget(op, st)
+			files = append(files, e)
+		}
+	}
+	sortEntries(files)
+	sortEntries(dirs)
+	c.lsPrint(o, files, false)
+	header := len(ops) > 1 || o.recursive
+	for i, d := range dirs {
+		if len(files) > 0 || i > 0 {
+			fmt.Fprintln(c.out)
+		}
+		if st := c.lsDir(o, d.path, header); st > status {
+			status = st
+		}
+		if c.stopped() {
+			break
+		}
+	}
+	return status
+}
+
+func (c *cmd) linkTarget(p string, st vfs.Stat) string {
+	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		return ""
+	}
+	t, _ := c.p.Readlink(p)
+	return t
+}
+
+func sortEntries(es []lsEntry) {
+	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
+}
+
+// lsDir lists one directory, and with -R those below it, each after a
+// blank line.
+func (c *cmd) lsDir(o lsOpts, dir string, header bool) int {
+	if header {
+		fmt.Fprintf(c.out, "%s:\n", dir)
+	}
+	ents, err := readDirents(c.p, dir)
+	if err != nil {
+		c.errorf("cannot open directory %s: %s", quote(dir), errText(err))
+		return 2
+	}
+	var list []lsEntry
+	if o.all {
+		for _, n := range []string{".", ".."} {
+			st, err := c.p.Lstat(path.Join(dir, n))
+			if err == nil {
+				list = append(list, lsEntry{name: n, path: path.Join(dir, n), st: st})
+			}
+		}
+	}
+	status := 0
+	for _, d := range ents {
+		if strings.HasPrefix(d.Name, ".") && !o.all && !o.almost {
+			continue
+		}
+		p := path.Join(dir, d.Name)
+		if dir == "." {
+			p = d.Name
+		} else if strings.HasSuffix(dir, "/") {
+			p = dir + d.Name
+		}
+		st, err := c.p.Lstat(p)
+		if err != nil {
+			c.errorf("cannot access %s: %s", quote(p), errText(err))
+			status = 1
+			continue
+		}
+		list = append(list, lsEntry{name: d.Name, path: p, st: st, target: c.linkTarget(p, st)})
+	}
+	sortEntries(list)
+	c.lsPrint(o, list, true)
+	if o.recursive {
+		for _, e := range list {
+			if e.st.IsDir() && e.name != "." && e.name != ".." {
+				fmt.Fprintln(c.out)
+				if st := c.lsDir(o, e.path, true); st > status {
+					status = st
+				}
+			}
+			if c.stopped() {
+				break
+			}
+		}
+	}
+	return status
+}
+
+// lsPrint prints entries one per line, or in ls -l's aligned columns
+// (with "total" first when listing a directory).
+func (c *cmd) lsPrint(o lsOpts, es []lsEntry, total bool) {
+	if !o.long {
+		for _, e := range es {
+			if o.inode {
+				fmt.Fprintf(c.out, "%d ", e.st.Ino)
+			}
+			fmt.Fprintln(c.out, e.name)
+		}
+		return
+	}
+	var blocks int64
+	rows := make([][]string, len(es))
+	var w [7]int
+	for i, e := range es {
+		blocks += e.st.Blocks
+		size := strconv.FormatInt(e.st.Size, 10)
+		if o.human {
+			size = human(e.st.Size)
+		}
+		if t := e.st.Mode & unix.S_IFMT; t == unix.S_IFCHR || t == unix.S_IFBLK {
+			size = fmt.Sprintf("%d, %d", unix.Major(e.st.Rdev), unix.Minor(e.st.Rdev))
+		}
+		r := []string{strconv.FormatUint(e.st.Ino, 10), modeString(e.st.Mode),
+			strconv.FormatUint(e.st.Nlink, 10), userName(c.p, e.st.Uid),
+			groupName(c.p, e.st.Gid), size, lsTime(e.st.Mtime, o.now)}
+		for j, f := range r {
+			w[j] = max(w[j], len(f))
+		}
+		rows[i] = r
+	}
+	if total {
+		t := strconv.FormatInt((blocks+1)/2, 10)
+		if o.human {
+			t = human(blocks * 512)
+		}
+		fmt.Fprintf(c.out, "total %s\n", t)
+	}
+	for i, e := range es {
+		r := rows[i]
+		var b strings.Builder
+		if o.inode {
+			fmt.Fprintf(&b, "%*s ", w[0], r[0])
+		}
+		fmt.Fprintf(&b, "%s %*s %-*s %-*s %*s %s %s", r[1], w[2], r[2], w[3], r[3], w[4], r[4], w[5], r[5], r[6], e.name)
+		if e.target != "" {
+			b.WriteString(" -> " + e.target)
+		}
+		fmt.Fprintln(c.out, b.String())
+	}
+}
+
+// lsTime is ls's default time style: month, day and time for times in
+// the last six months (and not in the future), month, day and year
+// otherwise.
+func lsTime(t, now time.Time) string {
+	t = t.Local()
+	if t.After(now.Add(-183*24*time.Hour)) && !t.After(now) {
+		return t.Format("Jan _2 15:04")
+	}
+	return t.Format("Jan _2  2006")
+}
