@@ -2,6 +2,7 @@ package iovfs
 
 import (
 	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/fs/hostfs"
 	"github.com/iovfs/iovfs/fs/tmpfs"
 	"github.com/iovfs/iovfs/vfs"
 )
@@ -15,6 +16,7 @@ func init() {
 		}
 		return tmpfs.New(opts), nil
 	})
+	vfs.RegisterFS("hostfs", hostfs.Mount)
 	// ext4 reads ext2 and ext3 volumes too, as Linux's does.
 	for _, name := range ext4.Types {
 		vfs.RegisterFS(name, ext4.Mount)

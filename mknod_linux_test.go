@@ -1,8 +1,10 @@
 package iovfs_test
 
 import (
+	"errors"
 	"os"
 	"path"
+	"syscall"
 	"testing"
 
 	"github.com/iovfs/iovfs/vfs"
@@ -109,4 +111,16 @@ func listTypes(p *vfs.Proc, dir string) (map[string]uint8, error) {
 			out[e.Name] = e.Type
 		}
 	}
+}
+
+// errnoOf reduces an error to its errno, or -1 for a non-errno error.
+func errnoOf(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return ^syscall.Errno(0)
 }

@@ -19,6 +19,10 @@ func WriteBenchstat(w io.Writer, results []*Result) error {
 	m := ThisMachine()
 	fmt.Fprintf(&b, "goos: %s\ngoarch: %s\npkg: github.com/iovfs/iovfs/bench\ncpu: %s\n", m.GOOS, m.GOARCH, m.CPU)
 	for _, res := range results {
+		if res.Matrix != nil {
+			writeMatrixBenchstat(&b, res)
+			continue
+		}
 		for _, v := range res.Variants {
 			name := fmt.Sprintf("Benchmark%s/%s/%dB", res.Experiment.BenchName(), v.Name, res.Params.Size)
 			for i, d := range v.Rounds {

@@ -43,6 +43,11 @@ type Experiment struct {
 	// Report, if not nil, writes an extra section after the summary, such
 	// as a table in the shape of the seed's.
 	Report func(w io.Writer, r *Result)
+	// Runner, if not nil, replaces the harness's rounds for an experiment
+	// whose measurements are not one Op per variant (the matrix): Run
+	// resolves the parameters and calls it with the result to fill in.
+	// Setup and the variants' Setup are not called.
+	Runner func(p Params, o Options, res *Result) error
 }
 
 // A Variant is one way of doing the experiment's operation.

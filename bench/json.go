@@ -28,6 +28,8 @@ type ExperimentJSON struct {
 	Ratios       []RatioJSON       `json:"ratios"`
 	Skipped      []SkippedJSON     `json:"skipped"`
 	Reference    []ReferenceJSON   `json:"reference"`
+	// Matrix holds the matrix experiment's cells; absent for the others.
+	Matrix *MatrixJSON `json:"matrix,omitempty"`
 }
 
 // VariantJSON is one variant's results.
@@ -83,22 +85,7 @@ func (res *Result) JSON() ExperimentJSON {
 		Reference:    []ReferenceJSON{},
 	}
 	for _, v := range res.Variants {
-		secs := make([]float64, len(v.Rounds))
-		for i, d := range v.Rounds {
-			secs[i] = d.Seconds()
-		}
-		x.Variants = append(x.Variants, VariantJSON{
-			Name:          v.Name,
-			NsPerOp:       v.NsPerOp,
-			CI95Low:       v.CI.Low,
-			CI95High:      v.CI.High,
-			MinNsPerOp:    v.Min,
-			MaxNsPerOp:    v.Max,
-			AllocsPerOp:   v.AllocsPerOp,
-			BytesPerOp:    v.BytesPerOp,
-			WarmupSeconds: v.Warmup.Seconds(),
-			RoundSeconds:  secs,
-		})
+		x.Variants = append(x.Variants, v.json())
 	}
 	for _, r := range res.Ratios {
 		x.Ratios = append(x.Ratios, RatioJSON{r.A, r.B, r.Median, r.CI.Low, r.CI.High, r.BeyondNoise()})
@@ -109,7 +96,29 @@ func (res *Result) JSON() ExperimentJSON {
 	for _, ref := range res.Experiment.Reference {
 		x.Reference = append(x.Reference, ReferenceJSON{ref.Label, ref.Variant, ref.NsPerOp})
 	}
+	if res.Matrix != nil {
+		x.Matrix = res.Matrix.json()
+	}
 	return x
+}
+
+func (v *VariantResult) json() VariantJSON {
+	secs := make([]float64, len(v.Rounds))
+	for i, d := range v.Rounds {
+		secs[i] = d.Seconds()
+	}
+	return VariantJSON{
+		Name:          v.Name,
+		NsPerOp:       v.NsPerOp,
+		CI95Low:       v.CI.Low,
+		CI95High:      v.CI.High,
+		MinNsPerOp:    v.Min,
+		MaxNsPerOp:    v.Max,
+		AllocsPerOp:   v.AllocsPerOp,
+		BytesPerOp:    v.BytesPerOp,
+		WarmupSeconds: v.Warmup.Seconds(),
+		RoundSeconds:  secs,
+	}
 }
 
 // WriteJSON writes the results of one or more experiments as a File.

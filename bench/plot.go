@@ -24,6 +24,16 @@ func WritePlot(file string, results []*Result) error {
 	}
 	var panels [][]*plot.Plot
 	for _, res := range results {
+		if res.Matrix != nil {
+			ps, err := matrixPlots(res)
+			if err != nil {
+				return fmt.Errorf("plot %s: %w", file, err)
+			}
+			for _, p := range ps {
+				panels = append(panels, []*plot.Plot{p})
+			}
+			continue
+		}
 		for _, v := range res.Variants {
 			p, err := variantPlot(res, v)
 			if err != nil {
@@ -36,6 +46,11 @@ func WritePlot(file string, results []*Result) error {
 		return fmt.Errorf("plot %s: no variant ran", file)
 	}
 	w, h := 8*vg.Inch, vg.Length(len(panels))*2*vg.Inch
+	for _, res := range results {
+		if res.Matrix != nil { // heat maps: wide, and tall enough for a row per driver
+			w, h = 14*vg.Inch, vg.Length(len(panels))*4*vg.Inch
+		}
+	}
 	c, err := draw.NewFormattedCanvas(w, h, format)
 	if err != nil {
 		return fmt.Errorf("plot %s: %w", file, err)

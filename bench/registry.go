@@ -5,6 +5,10 @@ package bench
 var experiments = []*Experiment{
 	zeroExperiment,
 	daxExperiment,
+	pipeExperiment,
+	pipePingPongExperiment,
+	walkExperiment,
+	matrixExperiment,
 }
 
 // Experiments returns every registered experiment, in run order.

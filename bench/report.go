@@ -36,6 +36,9 @@ func Header(e *Experiment, p Params, o Options) string {
 // WriteSummary writes the summary table, the verdicts and the reference
 // figures for res.
 func WriteSummary(w io.Writer, res *Result) error {
+	if res.Matrix != nil {
+		return writeMatrixSummary(w, res)
+	}
 	var b strings.Builder
 	e := res.Experiment
 	for _, s := range res.Skipped {

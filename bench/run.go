@@ -41,8 +41,11 @@ type Result struct {
 	// Ratios of each variant to the baseline, in display order; empty if
 	// the baseline did not run.
 	Ratios []Ratio
-	// Skipped lists the variants that Setup skipped, with the reason.
+	// Skipped lists the variants that Setup skipped, with the reason
+	// (for the matrix: the drivers that could not run).
 	Skipped []Skipped
+	// Matrix holds the matrix experiment's cells; nil for the others.
+	Matrix *Matrix
 }
 
 // VariantResult is one variant's measurements and their statistics.
@@ -102,6 +105,16 @@ func Run(e *Experiment, p Params, o Options) (res *Result, err error) {
 		return nil, err
 	}
 	res = &Result{Experiment: e, Params: p, LockOSThread: o.LockOSThread, Machine: ThisMachine()}
+	if e.Runner != nil {
+		if o.LockOSThread {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+		}
+		if err := e.Runner(p, o, res); err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name, err)
+		}
+		return res, nil
+	}
 
 	var env any
 	if e.Setup != nil {

@@ -126,8 +126,18 @@ func (f *File) readSlow(dst iov.Iter, off int64, ss int) (int, error) {
 // WriteIter implements vfs.IterWriter with blkdev_write_iter's rules, in
 // its order: a read-only device gives EPERM (even for 0 bytes); an empty
 // write returns 0; a write at or past Size gives ENOSPC; one that crosses
-// it is cut short. The unreadable tail gives EIO, as for reads.
+// it is cut short. The unreadable tail gives EIO, as for reads. The bytes
+// written are invalidated in every buffer cache (bcache.go), so a file
+// system mounted from the device never reads its old copy of them.
 func (f *File) WriteIter(src iov.Iter, off int64) (int, error) {
+	n, err := f.writeIter(src, off)
+	if n > 0 {
+		Invalidate(f.dev, off, int64(n))
+	}
+	return n, err
+}
+
+func (f *File) writeIter(src iov.Iter, off int64) (int, error) {
 	d := f.dev
 	if d.ReadOnly() {
 		return 0, errEPERM

@@ -250,23 +250,7 @@ func (it *Iter) CopyOut(src []byte) int {
 		it.consumeBuf(n)
 		return n
 	}
-	return it.copyOutSlow(src)
-}
-
-func (it *Iter) copyOutSlow(src []byte) int {
-	if it.Kind() == KindDiscard {
-		n := min(len(src), it.Len())
-		it.meta -= uint64(n)
-		return n
-	}
-	done := 0
-	for len(src) > 0 && it.cur > 0 {
-		n := copy(unsafe.Slice((*byte)(it.base), it.cur), src)
-		src = src[n:]
-		done += n
-		it.consume(n)
-	}
-	return done
+	return it.walk(walkCopyOut, src, min(len(src), it.Len()))
 }
 
 // CopyIn copies bytes from the iterator into dst (a write takes the
@@ -278,24 +262,7 @@ func (it *Iter) CopyIn(dst []byte) int {
 		it.consumeBuf(n)
 		return n
 	}
-	return it.copyInSlow(dst)
-}
-
-func (it *Iter) copyInSlow(dst []byte) int {
-	if it.Kind() == KindDiscard {
-		n := min(len(dst), it.Len())
-		clear(dst[:n])
-		it.meta -= uint64(n)
-		return n
-	}
-	done := 0
-	for len(dst) > 0 && it.cur > 0 {
-		n := copy(dst, unsafe.Slice((*byte)(it.base), it.cur))
-		dst = dst[n:]
-		done += n
-		it.consume(n)
-	}
-	return done
+	return it.walk(walkCopyIn, dst, min(len(dst), it.Len()))
 }
 
 // Zero writes up to n zero bytes into the iterator and consumes them. It
@@ -307,21 +274,112 @@ func (it *Iter) Zero(n int) int {
 		it.consumeBuf(n)
 		return n
 	}
-	return it.zeroSlow(n)
+	return it.walk(walkZero, nil, max(0, min(n, it.Len())))
 }
 
-func (it *Iter) zeroSlow(n int) int {
-	n = max(0, min(n, it.Len()))
-	if it.Kind() == KindDiscard {
+// What walk does with each piece.
+const (
+	walkCopyOut = iota // copy from p into the segments
+	walkCopyIn         // copy from the segments into p
+	walkZero           // zero the segments
+)
+
+// walk is the segment loop of the vector helpers: it applies op to the
+// next n bytes (n <= Len, and n <= len(p) for the copies), segment by
+// segment, and consumes them. After the current segment it ranges over
+// the caller's segment list as a plain slice and rebuilds the cursor
+// once at the end; pieces of at most smallPiece bytes are moved by a
+// loop here rather than a call into the runtime, around which every live
+// register would be spilled. Stepping with consume and load cost about
+// 6 ns a segment, which made a 1024 x 1 B vector slower to zero than
+// 1024 scalar reads of /dev/zero.
+func (it *Iter) walk(op int, p []byte, n int) int {
+	if it.Kind() == KindDiscard { // a sink: count the bytes; reading it gives zeros
+		if op == walkCopyIn {
+			clear(p[:n])
+		}
 		it.meta -= uint64(n)
 		return n
 	}
-	done := 0
-	for done < n && it.cur > 0 {
-		k := min(n-done, it.cur)
-		clear(unsafe.Slice((*byte)(it.base), k))
+	count := it.Len()
+	// The current segment.
+	done := min(n, it.cur)
+	apply(op, it.base, p, done)
+	if done < it.cur {
+		it.base = unsafe.Add(it.base, done)
+		it.cur -= done
+		it.meta -= uint64(done)
+		return done
+	}
+	var segs [][]byte
+	if it.next != nil {
+		segs = unsafe.Slice(it.next, int(it.meta>>segShift)&segMask)
+	}
+	// Whole segments, then perhaps part of one.
+	i, k, inside := 0, 0, false
+	for ; i < len(segs) && done < n; i++ {
+		s := segs[i]
+		k = min(len(s), n-done)
+		apply(op, unsafe.Pointer(unsafe.SliceData(s)), p[min(done, len(p)):], k)
 		done += k
-		it.consume(k)
+		if k < len(s) {
+			inside = true // k bytes of segs[i] done
+			break
+		}
+	}
+	left := count - done
+	kind := it.Kind()
+	if inside && left > 0 {
+		s := segs[i]
+		it.base, it.cur = unsafe.Pointer(&s[k]), min(len(s)-k, left)
+		i++
+	} else {
+		it.base, it.cur = nil, 0
+	}
+	rest := len(segs) - i
+	if rest > 0 && left > 0 {
+		it.next = &segs[i]
+	} else {
+		it.next, rest = nil, 0
+	}
+	it.meta = pack(left, rest, kind)
+	if it.cur == 0 && it.next != nil {
+		it.load()
 	}
 	return done
 }
+
+// apply does op on the k bytes at base: from p, into p, or zeroing. It
+// inlines into walk; pieces over smallPiece bytes go to applyBig.
+func apply(op int, base unsafe.Pointer, p []byte, k int) {
+	if k > smallPiece {
+		applyBig(op, base, p, k)
+		return
+	}
+	for i := 0; i < k; i++ { // not "range": a zeroing loop becomes memclr
+		b := (*byte)(unsafe.Add(base, i))
+		switch op {
+		case walkCopyOut:
+			*b = p[i]
+		case walkCopyIn:
+			p[i] = *b
+		default:
+			*b = 0
+		}
+	}
+}
+
+func applyBig(op int, base unsafe.Pointer, p []byte, k int) {
+	seg := unsafe.Slice((*byte)(base), k)
+	switch op {
+	case walkCopyOut:
+		copy(seg, p)
+	case walkCopyIn:
+		copy(p, seg)
+	default:
+		clear(seg)
+	}
+}
+
+// smallPiece is the largest piece walk moves without calling the runtime.
+const smallPiece = 8

@@ -26,7 +26,7 @@ func (loc location) readonly() bool { return loc.mnt != nil && loc.mnt.readonly 
 // fd is not open, or open with O_PATH (Linux's fdget refuses those).
 func (p *Proc) fileLoc(fd int) (location, *file, error) {
 	f := p.files.get(fd)
-	if f == nil || f.flags&unix.O_PATH != 0 {
+	if f == nil || f.flags.Load()&unix.O_PATH != 0 {
 		return location{}, nil, errEBADF
 	}
 	return location{f.mnt, f.node}, f, nil

@@ -88,6 +88,20 @@ func (b *Backing) HostFile() *os.File {
 	return nil
 }
 
+// HostFD returns the host descriptor behind the file, or -1: the
+// descriptor of a file made by ImportFile, or of a handle that has a
+// HostFD() int method (fs/hostfs). It stays open until Release; the
+// caller must not close it. A loop device maps it for direct access.
+func (b *Backing) HostFD() int {
+	switch h := b.f.h.(type) {
+	case *hostFile:
+		return h.fd
+	case interface{ HostFD() int }:
+		return h.HostFD()
+	}
+	return -1
+}
+
 // Sync flushes the file (fsync). A file whose driver has no Syncer has
 // nothing to flush.
 func (b *Backing) Sync() error {

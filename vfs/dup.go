@@ -35,7 +35,7 @@ func (p *Proc) Dup2(oldfd, newfd int) (int, error) {
 		return -1, err
 	}
 	if old != nil {
-		old.release() // dup2 ignores errors from the implicit close
+		p.closeFile(old) // dup2 ignores errors from the implicit close
 	}
 	return newfd, nil
 }

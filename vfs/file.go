@@ -20,8 +20,8 @@ const (
 	fmWrite              // opened for writing (FMODE_WRITE)
 	fmNoPos              // reads and writes do not use the position
 	fmStream             // cannot seek: pread/pwrite/lseek give ESPIPE
-	fmAppend             // O_APPEND
 	fmNoWait             // honours RWF_NOWAIT
+	fmHold               // calls may block: they hold a reference (a Poller)
 )
 
 // rwfKnown are the preadv2/pwritev2 flags iovfs accepts (Linux RWF_SUPPORTED
@@ -33,16 +33,17 @@ const rwfKnown = unix.RWF_HIPRI | unix.RWF_DSYNC | unix.RWF_SYNC | unix.RWF_NOWA
 // creates.
 type file struct {
 	// Set at open, read-only afterwards.
-	node  Node
-	h     Handle
-	flags int // open(2) flags as given, less O_CREAT/O_EXCL/O_TRUNC
-	mode  int // fm* bits
-	rd    Reader
-	ird   IterReader
-	wr    Writer
-	iwr   IterWriter
-	seek  Seeker
-	app   Appender
+	node Node
+	h    Handle
+	mode int // fm* bits
+	rd   Reader
+	ird  IterReader
+	wr   Writer
+	iwr  IterWriter
+	seek Seeker
+	app  Appender
+	rrwf RWFReader // nil unless the driver applies RWF flags itself
+	wrwf RWFWriter
 	// rwfRead and rwfWrite are the RWF_* flags the file accepts.
 	rwfRead, rwfWrite int
 	// mnt is the mount the node was opened on; it counts open files for
@@ -50,6 +51,12 @@ type file struct {
 	mnt *mount
 	// loc is where the file was opened, for getdents' "..".
 	loc location
+
+	// flags are the file status flags, Linux's f_flags: the open(2)
+	// flags less O_CREAT, O_EXCL, O_NOCTTY, O_TRUNC and O_CLOEXEC, plus
+	// O_LARGEFILE. F_SETFL changes the bits of setflMask, so the word is
+	// loaded atomically wherever it is read (O_APPEND on every write).
+	flags atomic.Int32
 
 	// refs counts the descriptors that refer to the file.
 	refs atomic.Int32
@@ -62,7 +69,8 @@ type file struct {
 // newFile builds the open-file description for handle h of node n, and
 // chooses its call paths.
 func newFile(n Node, h Handle, flags int) *file {
-	f := &file{node: n, h: h, flags: flags &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_NOCTTY)}
+	f := &file{node: n, h: h}
+	f.flags.Store(int32(flags&^(unix.O_CREAT|unix.O_EXCL|unix.O_TRUNC|unix.O_NOCTTY|unix.O_CLOEXEC) | oLargefile))
 	switch flags & unix.O_ACCMODE {
 	case unix.O_RDONLY:
 		f.mode |= fmRead
@@ -71,15 +79,14 @@ func newFile(n Node, h Handle, flags int) *file {
 	case unix.O_RDWR:
 		f.mode |= fmRead | fmWrite
 	}
-	if flags&unix.O_APPEND != 0 {
-		f.mode |= fmAppend
-	}
 	f.rd, _ = h.(Reader)
 	f.ird, _ = h.(IterReader)
 	f.wr, _ = h.(Writer)
 	f.iwr, _ = h.(IterWriter)
 	f.seek, _ = h.(Seeker)
 	f.app, _ = h.(Appender)
+	f.rrwf, _ = h.(RWFReader)
+	f.wrwf, _ = h.(RWFWriter)
 	if _, ok := h.(Positionless); ok {
 		f.mode |= fmNoPos
 	}
@@ -88,6 +95,9 @@ func newFile(n Node, h Handle, flags int) *file {
 	}
 	if _, ok := h.(NoWaiter); ok {
 		f.mode |= fmNoWait
+	}
+	if _, ok := h.(Poller); ok {
+		f.mode |= fmHold
 	}
 	f.rwfRead = rwfFor(f.mode, f.ird != nil)
 	f.rwfWrite = rwfFor(f.mode, f.iwr != nil)
@@ -109,6 +119,9 @@ func rwfFor(mode int, vectored bool) int {
 	}
 	return ok
 }
+
+// appending reports whether the file was opened or set O_APPEND.
+func (f *file) appending() bool { return f.flags.Load()&unix.O_APPEND != 0 }
 
 func (f *file) stat() (Stat, error) {
 	st, err := f.node.Stat()
@@ -138,6 +151,7 @@ func (f *file) release() error {
 	if f.refs.Add(-1) != 0 {
 		return nil
 	}
+	f.releaseLocks()
 	if f.mnt != nil {
 		f.mnt.openFiles.Add(-1)
 		defer f.mnt.maybeShutdown()

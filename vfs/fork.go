@@ -11,8 +11,7 @@ import "sync/atomic"
 // alone (the child starts with none). The credentials are immutable
 // values, so changing the child's ids never changes the parent's.
 func (p *Proc) Fork() (*Proc, error) {
-	child := &Proc{ns: p.ns}
-	// merge: child.pid = newPid()
+	child := &Proc{ns: p.ns, pid: newPid()}
 	child.cwd.Store(p.cwd.Load())
 	child.umask.Store(p.umask.Load())
 	child.cred.Store(p.cred.Load())
@@ -22,10 +21,8 @@ func (p *Proc) Fork() (*Proc, error) {
 
 // forkInto makes t2 a copy of t that holds a reference to each open file.
 // Under t.mu no descriptor is being removed, so every file in t has a
-// reference to copy.
-//
-// merge: the per-descriptor flags (FD_CLOEXEC) of branch issue9-fd must
-// be copied here too.
+// reference to copy. The FD_CLOEXEC bits are copied with the descriptors,
+// as fork(2) keeps them.
 func (t *fdTable) forkInto(t2 *fdTable) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -41,4 +38,10 @@ func (t *fdTable) forkInto(t2 *fdTable) {
 		dst[i].Store(f)
 	}
 	t2.slots.Store(&dst)
+	t2.cloexec = append([]uint64(nil), t.cloexec...)
+	for i := range src {
+		if dst[i].Load() == nil && i/64 < len(t2.cloexec) {
+			t2.cloexec[i/64] &^= 1 << (i % 64)
+		}
+	}
 }

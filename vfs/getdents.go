@@ -12,7 +12,7 @@ const maxDirents = 4096
 // not a directory gives ENOTDIR.
 func (p *Proc) Getdents(fd int) ([]Dirent, error) {
 	f := p.files.get(fd)
-	if f == nil || f.flags&unix.O_PATH != 0 {
+	if f == nil || f.flags.Load()&unix.O_PATH != 0 {
 		return nil, errEBADF
 	}
 	rd, ok := f.node.(DirReader)

@@ -96,7 +96,7 @@ func (f *File) Write(b []byte) (int, error) {
 // os.File.WriteAt, it refuses files opened with O_APPEND, where pwrite
 // would append instead.
 func (f *File) WriteAt(b []byte, off int64) (int, error) {
-	if fl := f.p.files.get(f.fd); fl != nil && fl.mode&fmAppend != 0 {
+	if fl := f.p.files.get(f.fd); fl != nil && fl.appending() {
 		return 0, f.wrap("writeat", errors.New("invalid use of WriteAt on file opened with O_APPEND"))
 	}
 	done := 0

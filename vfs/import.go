@@ -21,6 +21,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/iovfs/iovfs/internal/hostio"
 	"github.com/iovfs/iovfs/iov"
 	"golang.org/x/sys/unix"
 )
@@ -149,7 +150,7 @@ func (h *hostFile) ReadIter(dst iov.Iter, off int64) (int, error) {
 	if !h.acquire() {
 		return 0, errEBADF
 	}
-	n, err := hostVec(unix.SYS_PREADV, h.fd, dst, off)
+	n, err := hostio.Preadv(h.fd, dst, off, 0)
 	h.mu.RUnlock()
 	return n, err
 }
@@ -158,7 +159,7 @@ func (h *hostFile) WriteIter(src iov.Iter, off int64) (int, error) {
 	if !h.acquire() {
 		return 0, errEBADF
 	}
-	n, err := hostVec(unix.SYS_PWRITEV, h.fd, src, off)
+	n, err := hostio.Pwritev(h.fd, src, off, 0)
 	h.mu.RUnlock()
 	return n, err
 }
@@ -172,7 +173,7 @@ func (h *hostFile) Append(src iov.Iter) (int64, int, error) {
 		return 0, 0, errEBADF
 	}
 	defer h.mu.RUnlock()
-	n, err := hostVec(unix.SYS_PWRITEV, h.fd, src, 0)
+	n, err := hostio.Pwritev(h.fd, src, 0, 0)
 	if n <= 0 {
 		return 0, 0, err
 	}
@@ -218,6 +219,15 @@ func (h *hostFile) Sync() error {
 	}
 	defer h.mu.RUnlock()
 	return unix.Fsync(h.fd)
+}
+
+// Datasync implements DataSyncer: fdatasync on the host.
+func (h *hostFile) Datasync() error {
+	if !h.acquire() {
+		return errEBADF
+	}
+	defer h.mu.RUnlock()
+	return unix.Fdatasync(h.fd)
 }
 
 // Setattr changes the host file: ftruncate, fchmod, fchown, futimens.
@@ -302,7 +312,7 @@ func (h hostStream) ReadIter(dst iov.Iter, _ int64) (int, error) {
 	if !h.acquire() {
 		return 0, errEBADF
 	}
-	n, err := hostVec(unix.SYS_READV, h.fd, dst, 0)
+	n, err := hostio.Readv(h.fd, dst)
 	h.mu.RUnlock()
 	return n, err
 }
@@ -311,7 +321,7 @@ func (h hostStream) WriteIter(src iov.Iter, _ int64) (int, error) {
 	if !h.acquire() {
 		return 0, errEBADF
 	}
-	n, err := hostVec(unix.SYS_WRITEV, h.fd, src, 0)
+	n, err := hostio.Writev(h.fd, src)
 	h.mu.RUnlock()
 	return n, err
 }
@@ -321,61 +331,4 @@ func hostCount(n int, err error) (int, error) {
 		return 0, err
 	}
 	return n, nil
-}
-
-// hostIovecs is a pool of iovec arrays for vectors too long for the stack.
-var hostIovecs = sync.Pool{New: func() any { return new([iov.MaxSegments]unix.Iovec) }}
-
-// hostVec performs one preadv, pwritev, readv or writev (trap) on fd with
-// the segments of it. The iovec array is on the stack for up to 8
-// segments and pooled beyond, so the call does not allocate.
-func hostVec(trap uintptr, fd int, it iov.Iter, off int64) (int, error) {
-	var small [8]unix.Iovec
-	vecs := small[:]
-	var big *[iov.MaxSegments]unix.Iovec
-	if it.Kind() == iov.KindDiscard {
-		return hostDiscard(trap, fd, it.Len(), off)
-	}
-	cnt := 0
-	for it.Len() > 0 && cnt < iov.MaxSegments {
-		if cnt == len(vecs) {
-			big = hostIovecs.Get().(*[iov.MaxSegments]unix.Iovec)
-			copy(big[:], vecs)
-			vecs = big[:]
-		}
-		seg := it.Segment()
-		vecs[cnt].Base = unsafe.SliceData(seg)
-		vecs[cnt].SetLen(len(seg))
-		cnt++
-		it.Advance(len(seg))
-	}
-	lo, hi := uintptr(off), uintptr(uint64(off)>>(unix.SizeofLong*8-1)>>1)
-	r, _, e := unix.Syscall6(trap, uintptr(fd), uintptr(unsafe.Pointer(&vecs[0])), uintptr(cnt), lo, hi, 0)
-	if big != nil {
-		clear(big[:cnt])
-		hostIovecs.Put(big)
-	}
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
-}
-
-// hostDiscard reads n bytes and drops them, for a discard iterator, which
-// has no memory of its own. Writes from one are zeros.
-func hostDiscard(trap uintptr, fd, n int, off int64) (int, error) {
-	buf := make([]byte, min(n, 1<<16))
-	var k int
-	var err error
-	switch trap {
-	case unix.SYS_PREADV:
-		k, err = unix.Pread(fd, buf, off)
-	case unix.SYS_PWRITEV:
-		k, err = unix.Pwrite(fd, buf, off)
-	case unix.SYS_READV:
-		k, err = unix.Read(fd, buf)
-	default:
-		k, err = unix.Write(fd, buf)
-	}
-	return hostCount(k, err)
 }

@@ -15,7 +15,7 @@ import "golang.org/x/sys/unix"
 // per request, as Linux drivers do.
 func (p *Proc) Ioctl(fd int, req uint, arg any) (int, error) {
 	f := p.files.get(fd)
-	if f == nil || f.flags&unix.O_PATH != 0 || !f.tryRef() {
+	if f == nil || f.flags.Load()&unix.O_PATH != 0 || !f.tryRef() {
 		return 0, errEBADF
 	}
 	defer f.release()

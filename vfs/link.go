@@ -75,6 +75,7 @@ func (p *Proc) linkIn(c *creds, old, dir location, name string, trailing bool) e
 	if !ok {
 		return unix.EPERM
 	}
+	defer p.ns.dcache.invalidate(dir.node, name).done()
 	return l.Link(name, old.node)
 }
 
@@ -147,6 +148,7 @@ func (p *Proc) symlinkIn(dir location, name string, trailing bool, target string
 	if !ok {
 		return unix.EPERM
 	}
+	defer p.ns.dcache.invalidate(dir.node, name).done()
 	_, err := s.Symlink(name, target, c.fsCred())
 	return err
 }

@@ -44,6 +44,7 @@ func (p *Proc) mkdirIn(dir location, name string, perm uint32) error {
 	if !ok {
 		return unix.EPERM
 	}
+	defer p.ns.dcache.invalidate(dir.node, name).done()
 	// vfs_prepare_mode: mkdir keeps only the permission and sticky bits.
 	_, err := m.Mkdir(name, perm&(0o777|unix.S_ISVTX)&^p.umask.Load(), c.fsCred())
 	return err

@@ -71,6 +71,7 @@ func (p *Proc) mknodIn(dir location, name string, trailing bool, mode uint32, de
 		return unix.EPERM // CAP_MKNOD; a whiteout (0:0) needs none
 	}
 	perm := c.stripSgid(dir.node, typ|mode&0o7777) & 0o7777 &^ p.umask.Load()
+	defer p.ns.dcache.invalidate(dir.node, name).done()
 	if typ == unix.S_IFREG {
 		if cr, ok := dir.node.(Creator); ok {
 			_, err := cr.Create(name, perm, c.fsCred())
@@ -89,15 +90,15 @@ func (p *Proc) mknodIn(dir location, name string, trailing bool, mode uint32, de
 }
 
 // openSpecial opens a node made by mknod that has no driver of its own.
-// A character or block device node opens the driver registered in the
+// A FIFO opens as a pipe shared by every open of the node (fifo.go). A
+// character or block device node opens the driver registered in the
 // namespace for its type and number (RegisterDevice), or gives ENXIO, as
 // chrdev_open and blkdev_open do for an unregistered number. A socket
 // gives ENXIO, as opening a Unix socket's inode does in Linux.
 func (p *Proc) openSpecial(loc location, st Stat, flags int) (*file, error) {
 	typ := st.Mode & unix.S_IFMT
 	if typ == unix.S_IFIFO {
-		// FIFOs open as pipes once package pipe lands (issue 10).
-		return nil, unix.ENXIO
+		return p.openFIFO(loc, flags)
 	}
 	if typ != unix.S_IFCHR && typ != unix.S_IFBLK {
 		return nil, unix.ENXIO

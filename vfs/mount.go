@@ -78,6 +78,15 @@ type Namespace struct {
 	// mu serialises mount and unmount; mounts is replaced under it.
 	mu     sync.Mutex
 	mounts atomic.Pointer[map[mountKey]*mount]
+	// points lists the nodes that mounts cover (mountKey.point), so the
+	// walk's mountedOn can answer "no mount here" without hashing when
+	// there are few; it is stored around each mounts update so that it
+	// always holds every point of the table a reader loaded.
+	points atomic.Pointer[[]Node]
+	// pointWords is points as interface words, or nil when a point's
+	// type is not a pointer (then words do not decide ==); stored with
+	// points.
+	pointWords atomic.Pointer[[][2]uintptr]
 
 	nextDev atomic.Uint32
 
@@ -88,6 +97,8 @@ type Namespace struct {
 
 	// devices are the drivers device nodes open (device.go).
 	devices deviceTable
+	// dcache is the dentry cache; see dcache.go for its rules.
+	dcache dcache
 }
 
 type mountKey struct {
@@ -130,6 +141,7 @@ func (m *mount) maybeShutdown() {
 // NewNamespace returns a namespace whose root is fs.
 func NewNamespace(root FileSystem) *Namespace {
 	ns := &Namespace{}
+	ns.dcache.init(DefaultDentryCacheSize)
 	ns.root = &mount{fs: root, root: root.Root(), dev: ns.newDev()}
 	m := map[mountKey]*mount{}
 	ns.mounts.Store(&m)
@@ -142,9 +154,71 @@ func (ns *Namespace) newDev() uint64 {
 	return Mkdev(0, 16+ns.nextDev.Add(1))
 }
 
-// mountedOn returns the mount that covers node in parent, or nil.
+// mountedOn returns the mount that covers node in parent, or nil. It
+// loads the table before points (see points).
 func (ns *Namespace) mountedOn(parent *mount, node Node) *mount {
-	return (*ns.mounts.Load())[mountKey{parent, node}]
+	t := ns.mounts.Load()
+	if pw := ns.pointWords.Load(); pw != nil && len(*pw) <= maxPointScan {
+		w := ifaceWords(node)
+		for _, p := range *pw {
+			if p == w {
+				return (*t)[mountKey{parent, node}]
+			}
+		}
+		return nil
+	}
+	if pts := ns.points.Load(); pts != nil && len(*pts) <= maxPointScan {
+		found := false
+		for _, p := range *pts {
+			if p == node {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil
+		}
+	}
+	return (*t)[mountKey{parent, node}]
+}
+
+// maxPointScan is how many mount points mountedOn scans before it
+// prefers the map.
+const maxPointScan = 16
+
+// storePoints publishes pts and their words.
+func (ns *Namespace) storePoints(pts *[]Node) {
+	var pw *[][2]uintptr
+	words := make([][2]uintptr, 0, len(*pts))
+	for _, p := range *pts {
+		if _, ok := dirWord(p); !ok {
+			words = nil
+			break
+		}
+		words = append(words, ifaceWords(p))
+	}
+	if words != nil {
+		pw = &words
+	}
+	ns.pointWords.Store(pw)
+	ns.points.Store(pts)
+}
+
+// pointsOf lists the distinct mount points of the tables ts.
+func pointsOf(ts ...map[mountKey]*mount) *[]Node {
+	var pts []Node
+	for _, t := range ts {
+	next:
+		for k := range t {
+			for _, p := range pts {
+				if p == k.point {
+					continue next
+				}
+			}
+			pts = append(pts, k.point)
+		}
+	}
+	return &pts
 }
 
 // update replaces the mount table with a copy changed by fn, under mu.
@@ -157,7 +231,9 @@ func (ns *Namespace) update(fn func(map[mountKey]*mount)) {
 		next[k] = v
 	}
 	fn(next)
+	ns.storePoints(pointsOf(old, next)) // a superset while both tables may be loaded
 	ns.mounts.Store(&next)
+	ns.storePoints(pointsOf(next))
 }
 
 // attach mounts fs on the directory dir of mount parent, on top of any
@@ -281,6 +357,7 @@ func (p *Proc) Unmount(target string, flags int) error {
 	})
 	for _, c := range below {
 		c.detached.Store(true)
+		ns.dcache.forgetFS(c.fs)
 		c.maybeShutdown()
 	}
 	return nil

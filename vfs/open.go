@@ -40,7 +40,7 @@ func (p *Proc) openAt(op string, dirfd int, path string, flags int, perm uint32,
 	if err != nil {
 		return -1, pathErr(op, path, err)
 	}
-	fd, err := p.files.install(f, 0)
+	fd, err := p.files.installFlags(f, 0, flags&unix.O_CLOEXEC != 0)
 	if err != nil {
 		f.release()
 		return -1, pathErr(op, path, err)
@@ -170,7 +170,9 @@ func (p *Proc) lookupForOpen(w *walker, cur location, path string, flags int, pe
 			return location{}, false, unix.EPERM
 		}
 		mode := c.stripSgid(dir.node, unix.S_IFREG|perm&0o7777) & 0o7777 &^ p.umask.Load()
+		ch := p.ns.dcache.invalidate(dir.node, name)
 		n, err := cr.Create(name, mode, c.fsCred())
+		ch.done()
 		if err != nil {
 			return location{}, false, err
 		}
@@ -240,6 +242,12 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 	} else if st.IsDir() {
 		h = dirHandle{}
 	}
+	if err := openFlags(h, st, flags); err != nil {
+		if r, ok := h.(Releaser); ok {
+			r.Release()
+		}
+		return nil, err
+	}
 	if trunc {
 		// Linux truncates in the VFS (handle_truncate), after the checks
 		// above; a caller without CAP_FSETID loses the set-ID bits.
@@ -272,11 +280,12 @@ type dirHandle struct{}
 func (dirHandle) Read([]byte, int64) (int, error) { return 0, errEISDIR }
 
 // Close closes fd. The open file is released when its last descriptor is
-// closed.
+// closed. The process's POSIX record locks on the file go with any of its
+// descriptors, as in Linux (locks_remove_posix in filp_close).
 func (p *Proc) Close(fd int) error {
 	f := p.files.remove(fd)
 	if f == nil {
 		return errEBADF
 	}
-	return f.release()
+	return p.closeFile(f)
 }

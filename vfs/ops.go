@@ -146,6 +146,21 @@ type Ioctler interface {
 	Ioctl(p *Proc, req uint, arg any) (int, error)
 }
 
+// RWFReader is a handle whose vectored read applies preadv2's RWF_*
+// flags itself, as a pass-through to a host file does with the host's
+// preadv2. For a preadv2 with flags (already checked against those the
+// file accepts) the VFS calls ReadIterFlags instead of Read or ReadIter;
+// otherwise the contract is IterReader's.
+type RWFReader interface {
+	ReadIterFlags(dst iov.Iter, off int64, flags int) (n int, err error)
+}
+
+// RWFWriter is RWFReader for pwritev2. flags never hold RWF_APPEND or
+// RWF_NOAPPEND: the VFS applies those (Appender).
+type RWFWriter interface {
+	WriteIterFlags(src iov.Iter, off int64, flags int) (n int, err error)
+}
+
 // Appender is implemented by handles of files that have an end, such as
 // regular files. Append writes the bytes of src at the end of the file,
 // atomically with respect to other writes, and returns the offset where
@@ -303,7 +318,9 @@ type Xattrer interface {
 
 // DataSyncer is a handle that can flush data without the metadata that is
 // not needed to read it back (fdatasync). Without it, Fdatasync calls
-// Syncer.Sync; without either, both return 0, as Linux's noop_fsync.
+// Syncer.Sync; without either, both return 0 for regular files and
+// directories, as Linux's noop_fsync, and EINVAL for other files, as
+// Linux gives for a character device or pipe without ->fsync.
 type DataSyncer interface {
 	Datasync() error
 }
@@ -361,4 +378,57 @@ type Fcntler interface {
 // for S_IFCHR and S_IFBLK.
 type Mknoder interface {
 	Mknod(name string, mode uint32, rdev uint64, c Cred) (Node, error)
+}
+
+// Poller is a handle whose readiness changes over time, such as a pipe
+// end, and whose reads and writes may therefore block (poll(2), Linux's
+// .poll). Handles without it are always ready: poll reports POLLIN,
+// POLLOUT, POLLRDNORM and POLLWRNORM for them, as Linux's DEFAULT_POLLMASK.
+//
+// Poll returns the events that are ready now, as a mask of unix.POLLIN,
+// POLLOUT, POLLERR, POLLHUP and unix.EPOLLRDNORM, EPOLLWRNORM (the same
+// bits as poll's POLLRDNORM and POLLWRNORM), whatever events asks for:
+// events is a hint of what the caller wants (Linux's poll_table key), and
+// the VFS masks the result with events|POLLERR|POLLHUP itself.
+//
+// If w is not nil the caller will sleep if nothing is ready, and Poll must
+// register w, by calling w.Watch(q), on every WaitQueue q whose wake-up
+// could change the result, before it computes the mask, so that a change
+// between the computation and the sleep is not lost. The driver calls
+// q.Wake after every change that can make an event ready (bytes arrive,
+// room appears, an end closes); Wake wakes every registered poller. The
+// VFS removes w from the queues when the poll call ends; the driver never
+// does, and never keeps w. Poll is called again, with w nil, after each
+// wake-up.
+//
+// Poll must not block, and should not allocate: Watch and Wake do not
+// once a queue has held as many waiters before.
+//
+// Because a Poller's calls may block, the VFS holds a reference to the
+// open file for the duration of every read and write on it, as Linux's
+// fdget does for a shared table: a Release that a concurrent close
+// triggers runs after the calls in progress return, not under them.
+type Poller interface {
+	Poll(events uint32, w *PollWaiter) uint32
+}
+
+// Revalidator is a directory whose entries can change without the VFS
+// seeing it, such as a pass-through to a live host tree (hostfs). The
+// dentry cache (dcache.go) remembers what Lookup answered for a name;
+// before it uses that answer again it calls Revalidate with the name and
+// the node it remembers (nil for a remembered ENOENT). Revalidate reports
+// whether the answer still holds; false drops it and the VFS calls Lookup
+// again, as Linux's d_revalidate. A directory whose entries must never be
+// cached returns false always. Revalidate may be called concurrently and
+// must not call back into the VFS.
+type Revalidator interface {
+	Revalidate(name string, child Node) bool
+}
+
+// FileTyper is a Node that reports its file type, the S_IFMT bits of
+// Stat's Mode, without building a Stat. A node's type never changes. The
+// path walk asks it of every directory it passes through, so a file
+// system whose Stat takes a lock or does I/O should implement it.
+type FileTyper interface {
+	FileType() uint32
 }

@@ -31,12 +31,23 @@ type Proc struct {
 	umask atomic.Uint32
 	// cred is replaced whole by the set*id calls; a call loads it once.
 	cred atomic.Pointer[creds]
+	pid  int32 // set once by NewProc or Fork (newPid)
 }
+
+// lastPid is the last process id handed out by newPid.
+var lastPid atomic.Int32
+
+// newPid returns a new process id, unique in this Go process and positive:
+// what F_GETLK reports as the owner of a process-associated lock.
+func newPid() int32 { return lastPid.Add(1) }
+
+// Pid returns the process's id, unique among the Procs of this Go process.
+func (p *Proc) Pid() int { return int(p.pid) }
 
 // NewProc returns a root process with an empty descriptor table, in ns,
 // with the namespace root as its current directory and a umask of 022.
 func NewProc(ns *Namespace) *Proc {
-	p := &Proc{ns: ns}
+	p := &Proc{ns: ns, pid: newPid()}
 	p.files.init()
 	p.cwd.Store(&location{ns.root, ns.root.root})
 	p.umask.Store(0o022)

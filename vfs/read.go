@@ -25,6 +25,9 @@ func (p *Proc) Read(fd int, b []byte) (int, error) {
 	if f == nil || f.mode&fmRead == 0 {
 		return 0, errEBADF
 	}
+	if f.mode&fmHold != 0 {
+		return f.heldRead(b)
+	}
 	if f.mode&fmNoPos != 0 {
 		return f.readBuf(b, 0)
 	}
@@ -58,6 +61,9 @@ func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
 	if f == nil || f.mode&fmRead == 0 {
 		return 0, errEBADF
 	}
+	if f.mode&fmHold != 0 {
+		return f.heldReadv(iovs, 0)
+	}
 	if len(iovs) == 1 { // the common case, without building an iterator
 		if len(iovs[0]) == 0 {
 			return f.readvPos(iovs, 0)
@@ -78,10 +84,37 @@ func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
 // preadv(2) does. A negative off gives EINVAL; a file that cannot seek
 // gives ESPIPE.
 func (p *Proc) Preadv(fd int, iovs [][]byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, errEINVAL // only preadv2 reads -1 as the file position
+	if len(iovs) == 1 && len(iovs[0]) != 0 {
+		// One non-empty segment is Pread, written out here so that it
+		// costs no extra call: the same checks in the same order
+		// (fileAt, then EINVAL for a range past the largest offset or a
+		// driver without a read method), and no iterator to build.
+		f, err := p.fileAt(fd, off, fmRead)
+		if err != nil {
+			return 0, err
+		}
+		if err := verifyArea(off, len(iovs[0])); err != nil {
+			return 0, err
+		}
+		return f.readBuf(iovs[0], off)
 	}
-	return p.Preadv2(fd, iovs, off, 0)
+	// Preadv2's path with no flags, without the call: fileAt refuses a
+	// negative off (only preadv2 reads -1 as the file position).
+	f, err := p.fileAt(fd, off, fmRead)
+	if err != nil {
+		return 0, err
+	}
+	if f.rd == nil && f.ird == nil {
+		return 0, errEINVAL
+	}
+	it, segs, err := iov.Import(iovs)
+	if err != nil || segs == 0 {
+		return 0, err
+	}
+	if err := verifyArea(off, it.Len()); err != nil {
+		return 0, err
+	}
+	return f.readIter(it, segs, off)
 }
 
 // Preadv2 is Preadv with RWF_* flags, as preadv2(2). An off of -1 means the
@@ -96,7 +129,13 @@ func (p *Proc) Preadv2(fd int, iovs [][]byte, off int64, flags int) (int, error)
 		if f == nil || f.mode&fmRead == 0 {
 			return 0, errEBADF
 		}
+		if f.mode&fmHold != 0 {
+			return f.heldReadv(iovs, flags)
+		}
 		return f.readvPos(iovs, flags)
+	}
+	if flags == 0 {
+		return p.Preadv(fd, iovs, off)
 	}
 	f, err := p.fileAt(fd, off, fmRead)
 	if err != nil {
@@ -115,7 +154,7 @@ func (p *Proc) Preadv2(fd int, iovs [][]byte, off int64, flags int) (int, error)
 	if flags&^f.rwfRead != 0 {
 		return 0, errEOPNOTSUP
 	}
-	return f.readIter(it, segs, off)
+	return f.readIterFlags(it, segs, off, flags)
 }
 
 // readvPos is readv at the file position, with RWF flags.
@@ -131,10 +170,10 @@ func (f *file) readvPos(iovs [][]byte, flags int) (int, error) {
 		return 0, errEOPNOTSUP
 	}
 	if f.mode&fmNoPos != 0 {
-		return f.readIter(it, segs, 0)
+		return f.readIterFlags(it, segs, 0, flags)
 	}
 	f.posMu.Lock()
-	n, err := f.readIter(it, segs, f.pos)
+	n, err := f.readIterFlags(it, segs, f.pos, flags)
 	f.pos += int64(n)
 	f.posMu.Unlock()
 	return n, err
@@ -167,6 +206,15 @@ func (f *file) readIter(it iov.Iter, segs int, off int64) (n int, err error) {
 		return loopRead(f.rd, it, off)
 	}
 	return fixCount(n, err)
+}
+
+// readIterFlags is readIter for preadv2: RWF flags go to a driver that
+// applies them itself (RWFReader).
+func (f *file) readIterFlags(it iov.Iter, segs int, off int64, flags int) (int, error) {
+	if flags != 0 && f.rrwf != nil {
+		return fixCount(f.rrwf.ReadIterFlags(it, off, flags))
+	}
+	return f.readIter(it, segs, off)
 }
 
 // loopRead is Linux's do_loop_readv_writev for reads: one call per

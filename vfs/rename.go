@@ -138,12 +138,14 @@ func (p *Proc) rename(olddirfd int, oldpath string, newdirfd int, newpath string
 		if !ok {
 			return errEINVAL
 		}
+		defer p.ns.dcache.invalidate2(odir.node, oname, ndir.node, nname).done()
 		return r.RenameFlags(oname, ndir.node, nname, flags, c.fsCred())
 	}
 	r, ok := odir.node.(Renamer)
 	if !ok {
 		return unix.EPERM
 	}
+	defer p.ns.dcache.invalidate2(odir.node, oname, ndir.node, nname).done()
 	return r.Rename(oname, ndir.node, nname)
 }
 

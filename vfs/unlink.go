@@ -73,6 +73,7 @@ func (p *Proc) unlink(dirfd int, path string) error {
 	if !ok {
 		return unix.EPERM
 	}
+	defer p.ns.dcache.invalidate(dir.node, name).done()
 	return u.Unlink(name)
 }
 
@@ -111,5 +112,6 @@ func (p *Proc) rmdir(dirfd int, path string) error {
 	if !ok {
 		return unix.EPERM
 	}
+	defer p.ns.dcache.invalidate(dir.node, name).done()
 	return r.Rmdir(name)
 }

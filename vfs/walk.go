@@ -192,7 +192,7 @@ func (w *walker) step(cur location, name string, follow bool) (location, error) 
 	if !ok {
 		return location{}, errENOTDIR
 	}
-	child, err := dir.Lookup(name)
+	child, err := w.ns.dcache.lookup(cur.node, dir, name, cur.mnt.fs) // dcache.go
 	if err != nil {
 		return location{}, err
 	}
@@ -306,6 +306,9 @@ func (ns *Namespace) parentOf(loc location) location {
 
 // isDir reports whether n is a directory.
 func isDir(n Node) bool {
+	if ft, ok := n.(FileTyper); ok {
+		return ft.FileType() == unix.S_IFDIR
+	}
 	st, err := n.Stat()
 	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }

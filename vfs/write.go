@@ -22,10 +22,13 @@ func (p *Proc) Write(fd int, b []byte) (int, error) {
 	if f == nil || f.mode&fmWrite == 0 {
 		return 0, errEBADF
 	}
+	if f.mode&fmHold != 0 {
+		return f.heldWrite(b)
+	}
 	if f.mode&fmNoPos != 0 {
 		return f.writeBuf(b, 0)
 	}
-	if f.mode&fmAppend != 0 && f.app != nil {
+	if f.appending() && f.app != nil {
 		return f.appendPos(iov.Buf(b))
 	}
 	f.posMu.Lock()
@@ -46,7 +49,7 @@ func (p *Proc) Pwrite(fd int, b []byte, off int64) (int, error) {
 	if err := verifyArea(off, len(b)); err != nil {
 		return 0, err
 	}
-	if f.mode&fmAppend != 0 && f.app != nil {
+	if f.appending() && f.app != nil {
 		_, n, err := f.app.Append(iov.Buf(b))
 		return fixCount(n, err)
 	}
@@ -60,7 +63,10 @@ func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
 	if f == nil || f.mode&fmWrite == 0 {
 		return 0, errEBADF
 	}
-	if len(iovs) == 1 && len(iovs[0]) != 0 && f.mode&fmAppend == 0 {
+	if f.mode&fmHold != 0 {
+		return f.heldWritev(iovs, 0)
+	}
+	if len(iovs) == 1 && len(iovs[0]) != 0 && !f.appending() {
 		if f.mode&fmNoPos != 0 {
 			return f.writeBuf(iovs[0], 0)
 		}
@@ -76,10 +82,44 @@ func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
 // Pwritev is Writev at offset off, leaving the file position alone, as
 // pwritev(2) does.
 func (p *Proc) Pwritev(fd int, iovs [][]byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, errEINVAL // only pwritev2 reads -1 as the file position
+	if len(iovs) == 1 && len(iovs[0]) != 0 {
+		// One non-empty segment is Pwrite, written out as in Preadv:
+		// the same checks in the same order, and O_APPEND appends.
+		f, err := p.fileAt(fd, off, fmWrite)
+		if err != nil {
+			return 0, err
+		}
+		b := iovs[0]
+		if err := verifyArea(off, len(b)); err != nil {
+			return 0, err
+		}
+		if f.appending() && f.app != nil {
+			_, n, err := f.app.Append(iov.Buf(b))
+			return fixCount(n, err)
+		}
+		return f.writeBuf(b, off)
 	}
-	return p.Pwritev2(fd, iovs, off, 0)
+	// Pwritev2's path with no flags, without the call: fileAt refuses a
+	// negative off (only pwritev2 reads -1 as the file position).
+	f, err := p.fileAt(fd, off, fmWrite)
+	if err != nil {
+		return 0, err
+	}
+	if f.wr == nil && f.iwr == nil {
+		return 0, errEINVAL
+	}
+	it, segs, err := iov.Import(iovs)
+	if err != nil || segs == 0 {
+		return 0, err
+	}
+	if err := verifyArea(off, it.Len()); err != nil {
+		return 0, err
+	}
+	if f.appends(0) {
+		_, n, err := f.app.Append(it)
+		return fixCount(n, err)
+	}
+	return f.writeIter(it, segs, off)
 }
 
 // Pwritev2 is Pwritev with RWF_* flags, as pwritev2(2). An off of -1 means
@@ -92,7 +132,13 @@ func (p *Proc) Pwritev2(fd int, iovs [][]byte, off int64, flags int) (int, error
 		if f == nil || f.mode&fmWrite == 0 {
 			return 0, errEBADF
 		}
+		if f.mode&fmHold != 0 {
+			return f.heldWritev(iovs, flags)
+		}
 		return f.writevPos(iovs, flags)
+	}
+	if flags == 0 {
+		return p.Pwritev(fd, iovs, off)
 	}
 	f, err := p.fileAt(fd, off, fmWrite)
 	if err != nil {
@@ -115,7 +161,7 @@ func (p *Proc) Pwritev2(fd int, iovs [][]byte, off int64, flags int) (int, error
 		_, n, err := f.app.Append(it)
 		return fixCount(n, err)
 	}
-	return f.writeIter(it, segs, off)
+	return f.writeIterFlags(it, segs, off, flags)
 }
 
 // appends reports whether a write with RWF flags goes to the end of file.
@@ -123,7 +169,7 @@ func (f *file) appends(flags int) bool {
 	if f.app == nil || flags&unix.RWF_NOAPPEND != 0 {
 		return false
 	}
-	return f.mode&fmAppend != 0 || flags&unix.RWF_APPEND != 0
+	return f.appending() || flags&unix.RWF_APPEND != 0
 }
 
 // writevPos is writev at the file position, with RWF flags.
@@ -139,16 +185,26 @@ func (f *file) writevPos(iovs [][]byte, flags int) (int, error) {
 		return 0, errEOPNOTSUP
 	}
 	if f.mode&fmNoPos != 0 {
-		return f.writeIter(it, segs, 0)
+		return f.writeIterFlags(it, segs, 0, flags)
 	}
 	if f.appends(flags) {
 		return f.appendPos(it)
 	}
 	f.posMu.Lock()
-	n, err := f.writeIter(it, segs, f.pos)
+	n, err := f.writeIterFlags(it, segs, f.pos, flags)
 	f.pos += int64(n)
 	f.posMu.Unlock()
 	return n, err
+}
+
+// writeIterFlags is writeIter for pwritev2: RWF flags other than
+// RWF_APPEND and RWF_NOAPPEND, which the VFS has applied, go to a driver
+// that applies them itself (RWFWriter).
+func (f *file) writeIterFlags(it iov.Iter, segs int, off int64, flags int) (int, error) {
+	if flags &^= unix.RWF_APPEND | unix.RWF_NOAPPEND; flags != 0 && f.wrwf != nil {
+		return fixCount(f.wrwf.WriteIterFlags(it, off, flags))
+	}
+	return f.writeIter(it, segs, off)
 }
 
 // appendPos appends src and moves the file position to the end of the

@@ -97,7 +97,7 @@ func TestBenchFormatBenchstat(t *testing.T) {
 }
 
 func TestBenchAll(t *testing.T) {
-	code, out, errOut := runArgs("bench", "--loops", "1", "--reads", "10")
+	code, out, errOut := runArgs("bench", "--loops", "1", "--reads", "10", "--dirs", "200", "--files", "200")
 	if code != 0 {
 		t.Fatalf("status %d\n%s", code, errOut)
 	}

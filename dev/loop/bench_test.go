@@ -124,6 +124,9 @@ func TestDirectAccessHost(t *testing.T) {
 	if _, err := block.CopyOut(&it, v); err != syscall.EIO {
 		t.Fatalf("CopyOut of a truncated mapping: %v, want EIO", err)
 	}
+	if n, err := block.Copy(buf, v); n != 0 || err != syscall.EIO {
+		t.Fatalf("Copy of a truncated mapping: %d, %v; want 0, EIO", n, err)
+	}
 	// The block path reads the backing file: nothing there now, so EIO.
 	if _, err := p.Pread(fd, buf, 900000); err != syscall.EIO {
 		t.Fatalf("pread beyond the shrunk backing file: %v", err)

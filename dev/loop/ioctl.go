@@ -191,6 +191,7 @@ func (d *Device) resize(backing int64) {
 	size &^= 511 // a capacity in 512-byte sectors
 	d.size.Store(size)
 	d.setupDirect(size)
+	block.Invalidate(d, 0, -1) // new binding, offset or capacity: invalidate_bdev
 }
 
 // setupDirect makes the direct-access view of [offset, offset+size) of
@@ -202,8 +203,8 @@ func (d *Device) setupDirect(size int64) {
 	if size == 0 {
 		return
 	}
-	if f := d.b.HostFile(); f != nil {
-		d.dax = d.mapHost(f, size)
+	if fd := d.b.HostFD(); fd >= 0 {
+		d.dax = d.mapHost(fd, size)
 		return
 	}
 	if bf, ok := d.b.Handle().(interface{ Device() block.Device }); ok {
@@ -213,8 +214,9 @@ func (d *Device) setupDirect(size int64) {
 	}
 }
 
-// mapHost maps the backing range of the host file f, or returns nil.
-func (d *Device) mapHost(f *os.File, size int64) []byte {
+// mapHost maps the backing range of the host file open as fd, or returns
+// nil.
+func (d *Device) mapHost(fd int, size int64) []byte {
 	page := int64(os.Getpagesize())
 	start := d.offset &^ (page - 1)
 	length := d.offset - start + size
@@ -225,7 +227,7 @@ func (d *Device) mapHost(f *os.File, size int64) []byte {
 	if d.flags&unix.LO_FLAGS_READ_ONLY == 0 {
 		prot |= unix.PROT_WRITE
 	}
-	m, err := unix.Mmap(int(f.Fd()), start, int(length), prot, unix.MAP_SHARED)
+	m, err := unix.Mmap(fd, start, int(length), prot, unix.MAP_SHARED)
 	if err != nil {
 		return nil
 	}
@@ -328,5 +330,6 @@ func (d *Device) setBlockSize(bs int) error {
 		return errEINVAL
 	}
 	d.ssize.Store(int32(bs))
+	block.Invalidate(d, 0, -1)
 	return nil
 }

@@ -310,5 +310,6 @@ func (d *Device) teardown() *vfs.Backing {
 	d.size.Store(0)
 	d.ssize.Store(512)
 	d.state = unbound
+	block.Invalidate(d, 0, -1) // __loop_clr_fd's invalidate_bdev
 	return b
 }

@@ -97,6 +97,22 @@ func (d *dir) Lookup(name string) (vfs.Node, error) {
 	return n, nil
 }
 
+// Revalidate implements vfs.Revalidator: device names come and go behind
+// the VFS (Add and Remove, as LOOP_CTL_ADD and LOOP_CTL_REMOVE do), so a
+// cached answer holds only if the name still maps to the same node.
+func (d *dir) Revalidate(name string, child vfs.Node) bool {
+	d.mu.RLock()
+	n, ok := d.entries[name]
+	d.mu.RUnlock()
+	if child == nil {
+		return !ok
+	}
+	return ok && vfs.Node(n) == child
+}
+
+// FileType implements vfs.FileTyper.
+func (d *dir) FileType() uint32 { return unix.S_IFDIR }
+
 // Names returns the device names in sorted order.
 func (d *dir) Names() []string {
 	d.mu.RLock()
@@ -114,6 +130,12 @@ type node struct {
 	fs  *FS
 	dev Device
 	ino uint64
+}
+
+// FileType implements vfs.FileTyper.
+func (n *node) FileType() uint32 {
+	mode, _ := n.dev.DevInfo()
+	return mode & unix.S_IFMT
 }
 
 func (n *node) Stat() (vfs.Stat, error) {

@@ -88,8 +88,15 @@ func (v *Volume) dirBlock(dir *Inode, c *ExtentCache, lblk uint64, buf []byte) (
 		return true, 0, nil
 	}
 	phys = m.Physical + (lblk - m.Logical)
-	if err := v.readBlock(phys, buf); err != nil {
+	cb, err := v.readBlockCached(phys, buf)
+	if err != nil {
 		return false, 0, err
+	}
+	if cb != nil {
+		defer cb.Release()
+		if cb.Verified(verifyTag(dir)) {
+			return false, phys, nil // checked when it was read (buffer_verified)
+		}
 	}
 	if !v.csum {
 		return false, phys, nil
@@ -97,6 +104,9 @@ func (v *Volume) dirBlock(dir *Inode, c *ExtentCache, lblk uint64, buf []byte) (
 	if v.isDx(dir) && (lblk == 0 || v.recLen(le16(buf, 4)) == int(v.bs)) {
 		if !v.dxCsumOK(dir, buf) {
 			return false, 0, badCsum(dir.Ino, "htree node (directory block %d)", lblk)
+		}
+		if cb != nil {
+			cb.SetVerified(verifyTag(dir))
 		}
 		return false, phys, nil
 	}
@@ -106,6 +116,9 @@ func (v *Volume) dirBlock(dir *Inode, c *ExtentCache, lblk uint64, buf []byte) (
 	}
 	if crc32c(dir.csumSeed, buf[:v.bs-12]) != le32(t, 8) {
 		return false, 0, badCsum(dir.Ino, "directory block %d", lblk)
+	}
+	if cb != nil {
+		cb.SetVerified(verifyTag(dir))
 	}
 	return false, phys, nil
 }
@@ -195,7 +208,7 @@ func (v *Volume) scanDir(dir *Inode, from int64, fn entryFunc) (bool, error) {
 	defer v.putBuf(bp)
 	buf := *bp
 	var c ExtentCache
-	seen := make(map[uint64]struct{})
+	var seen blockSet
 	n := v.dirBlocks(dir)
 	for lblk := uint64(from) >> v.bsBits; lblk < n; {
 		m, err := v.MapBlocks(dir, &c, lblk)
@@ -210,10 +223,9 @@ func (v *Volume) scanDir(dir *Inode, from int64, fn entryFunc) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if _, dup := seen[phys]; dup {
+		if !seen.add(phys) {
 			return false, corrupt(dir.Ino, "directory block %d appears twice", phys)
 		}
-		seen[phys] = struct{}{}
 		stop, err := v.walkEntries(dir, buf[:v.bs], int64(lblk<<v.bsBits), from, fn)
 		if stop || err != nil {
 			return stop, err

@@ -106,7 +106,7 @@ func (v *Volume) readBlock(blk uint64, buf []byte) error {
 	if blk >= v.blocks {
 		return corrupt(0, "block %d beyond the volume", blk)
 	}
-	return readFull(v.dev, buf[:v.bs], int64(blk<<v.bsBits))
+	return v.readMeta(buf[:v.bs], int64(blk<<v.bsBits))
 }
 
 // BlockSize returns the file system block size in bytes.

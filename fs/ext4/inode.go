@@ -116,7 +116,7 @@ func (v *Volume) loadInode(ino uint32) (*Inode, error) {
 	g := (ino - 1) / v.ipg
 	idx := uint64((ino - 1) % v.ipg)
 	raw := make([]byte, v.inodeSize)
-	if err := readFull(v.dev, raw, int64(v.itable[g]<<v.bsBits+idx*uint64(v.inodeSize))); err != nil {
+	if err := v.readMeta(raw, int64(v.itable[g]<<v.bsBits+idx*uint64(v.inodeSize))); err != nil {
 		return nil, err
 	}
 	return v.parseInode(ino, raw)

@@ -42,6 +42,12 @@ var Types = []string{"ext4", "ext3", "ext2"}
 //	dax, dax=always   copy file data straight from device memory; the
 //	                  device must offer direct access (EINVAL otherwise)
 //	dax=never, nodax  read file data through the device (the default)
+//	bcache=SIZE       budget of the buffer cache that metadata is read
+//	                  through, in bytes or with a K, M or G suffix; the
+//	                  default is block.DefaultCacheLimit (a quarter of
+//	                  the device, at most 64 MiB); bcache=0 reads metadata
+//	                  from the device every time. A dax mount reads
+//	                  metadata from device memory and has no cache.
 //	ro, noload, norecovery, errors=..., user_xattr, acl, noatime, relatime
 //	                  accepted and ignored (the mount is read-only and
 //	                  never replays the journal, as ro,noload)
@@ -89,11 +95,21 @@ const (
 type mountOpts struct {
 	dax  bool
 	path ReadPath
+	// bcache is the bcache= budget in bytes; -1 when not given.
+	bcache int64
 }
 
 func parseOpts(data string) (mountOpts, error) {
-	var o mountOpts
+	o := mountOpts{bcache: -1}
 	for _, opt := range strings.Split(data, ",") {
+		if v, ok := strings.CutPrefix(opt, "bcache="); ok {
+			n, ok := parseCacheSize(v)
+			if !ok {
+				return o, fmt.Errorf("ext4: bad bcache= size %q: %w", v, syscall.EINVAL)
+			}
+			o.bcache = n
+			continue
+		}
 		switch opt {
 		case "", "ro", "noload", "norecovery", "user_xattr", "acl", "noatime", "relatime", "strictatime", "nodiratime":
 		case "dax", "dax=always":
@@ -194,7 +210,19 @@ func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)
 			}
 		}
 	}
-	vol, err := Open(backingDevice{b: b, size: block.ReadEnd(dev)}, Options{Logf: logf})
+	var vdev Device = backingDevice{b: b, size: block.ReadEnd(dev)}
+	vopt := Options{Logf: logf}
+	switch {
+	case fs.mem != nil:
+		vdev = memDevice(fs.mem) // metadata straight from device memory
+	case opts.bcache != 0:
+		limit := opts.bcache
+		if limit < 0 {
+			limit = block.DefaultCacheLimit(block.ReadEnd(dev))
+		}
+		vopt.Cache, vopt.CacheDevice = block.NewCache(limit), dev
+	}
+	vol, err := Open(vdev, vopt)
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +232,7 @@ func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)
 		fs.bsBits++
 	}
 	if _, err := fs.node(vol.Root()); err != nil {
+		vol.Close()
 		return nil, err
 	}
 	return fs, nil
@@ -224,7 +253,10 @@ func (fs *FS) DAX() bool { return fs.dax != nil }
 // Shutdown implements vfs.Shutdowner: it releases the source device.
 func (fs *FS) Shutdown() error {
 	var err error
-	fs.shutdown.Do(func() { err = fs.b.Release() })
+	fs.shutdown.Do(func() {
+		fs.vol.Close()
+		err = fs.b.Release()
+	})
 	return err
 }
 
@@ -243,7 +275,7 @@ func (fs *FS) node(ino uint32) (vfs.Node, error) {
 	base := nodeBase{fs: fs, in: in}
 	switch in.Mode & S_IFMT {
 	case S_IFDIR:
-		n = &dirNode{base}
+		n = &dirNode{nodeBase: base}
 	case S_IFREG:
 		n = &fileNode{base}
 	case S_IFLNK:

@@ -5,6 +5,7 @@ package ext4
 // an Opener, a symlink a Readlinker, a device or fifo only a Node).
 
 import (
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -51,16 +52,30 @@ func (n *nodeBase) Listxattr() ([]string, error) {
 }
 
 // dirNode is a directory.
-type dirNode struct{ nodeBase }
+type dirNode struct {
+	nodeBase
+	// up remembers what ".." found: the volume is read-only, so it never
+	// changes (getdents asks for it in every listing).
+	up atomic.Pointer[dirNode]
+}
 
 // Lookup implements vfs.Lookuper. ".." is the on-disk entry, which at
 // the root names the root itself, as the VFS asks.
 func (d *dirNode) Lookup(name string) (vfs.Node, error) {
+	if name == ".." {
+		if up := d.up.Load(); up != nil {
+			return up, nil
+		}
+	}
 	ino, err := d.fs.vol.Lookup(d.in, name)
 	if err != nil {
 		return nil, err
 	}
-	return d.fs.node(ino)
+	n, err := d.fs.node(ino)
+	if up, ok := n.(*dirNode); ok && name == ".." {
+		d.up.Store(up)
+	}
+	return n, err
 }
 
 // ReadDir implements vfs.DirReader. An entry's cookie is the directory

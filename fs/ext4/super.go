@@ -6,7 +6,9 @@ package ext4
 
 import (
 	"errors"
+
 	"fmt"
+	"github.com/iovfs/iovfs/block"
 	"io"
 	"strings"
 	"sync"
@@ -91,6 +93,12 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// InodeCache bounds the number of parsed inodes kept; 0 means 1024.
 	InodeCache int
+	// Cache, if not nil, is the buffer cache that metadata blocks (group
+	// descriptors, inode tables, extent tree, directory, htree and xattr
+	// blocks) are read through, from CacheDevice, the block device under
+	// dev; see bcache.go. File data never goes through it.
+	Cache       *block.Cache
+	CacheDevice block.Device
 }
 
 // Volume is an open, read-only ext2/3/4 file system. All its methods are
@@ -128,6 +136,9 @@ type Volume struct {
 	info VolumeInfo
 
 	bufs sync.Pool // *[]byte of bs bytes
+
+	// meta is the buffer cache's view of the device, or nil.
+	meta *block.View
 
 	// mu protects icache.
 	mu     sync.Mutex
@@ -174,7 +185,11 @@ func Open(dev Device, opt Options) (*Volume, error) {
 		return nil, err
 	}
 	v.bufs.New = func() any { b := make([]byte, v.bs); return &b }
+	if opt.Cache != nil && opt.CacheDevice != nil {
+		v.meta = opt.Cache.View(opt.CacheDevice, int(v.bs))
+	}
 	if err := v.readGroupDescs(); err != nil {
+		v.Close()
 		return nil, err
 	}
 	return v, nil

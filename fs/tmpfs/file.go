@@ -1,6 +1,7 @@
 package tmpfs
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -18,14 +19,60 @@ type File struct {
 	// unlinked file's pages at its last close.
 	opens atomic.Int32
 
-	// mu is the data lock: it protects the fields below. Reads hold it
-	// shared, so readers of one file never wait for each other; writes,
+	// mu is the data lock: it protects the fields below. Writes,
 	// truncation and freeing hold it exclusively (Linux holds i_rwsem
-	// for a write).
+	// for a write), and change the data only between lockData and
+	// unlockData. Stat and lseek hold it shared.
+	//
+	// Reads take no lock (Linux's filemap_read takes none either): seq
+	// is a sequence count, odd while a writer is changing size, the page
+	// map or page bytes. A reader loads seq, copies, and loads seq
+	// again; if it changed, or was odd, the copy may be torn and is
+	// thrown away and done again under mu shared. Memory
+	// ordering: the writer's increments are atomic read-modify-writes,
+	// sequentially consistent in Go, so a reader that loads an even seq
+	// s sees every change made before the increment that produced s.
+	// The reader's plain loads of size and page bytes must not pass its
+	// second load of seq: on amd64 (TSO) loads are not reordered with
+	// loads, and Go's atomic Load is a compiler barrier, so that second
+	// load suffices; elsewhere the check is a CompareAndSwap, a full
+	// barrier (seqCheck). Page pointers are loaded atomically (see
+	// pages.go), so a torn read copies wrong bytes, never from a wrong
+	// place. Under the race detector readers hold mu shared instead.
 	mu    sync.RWMutex
-	size  int64
+	seq   atomic.Uint64
+	size  int64 // stored under mu with atomic.StoreInt64, loaded atomically by lock-free readers
 	pages pageTree
 	freed bool // the inode went back at the last unlink and close
+	// unwritten are the pages fallocate made that no write has reached
+	// (fallocate.go).
+	unwritten pageRanges
+}
+
+// lockData takes mu for a change to size, the page map or page bytes,
+// and marks the change as under way for lock-free readers.
+func (f *File) lockData() {
+	f.mu.Lock()
+	f.seq.Add(1)
+}
+
+// unlockData ends a change begun with lockData.
+func (f *File) unlockData() {
+	f.seq.Add(1)
+	f.mu.Unlock()
+}
+
+// tso is true on architectures whose loads are not reordered with other
+// loads, where a plain atomic load closes a seqcount read.
+const tso = runtime.GOARCH == "amd64" || runtime.GOARCH == "386" || runtime.GOARCH == "s390x"
+
+// seqCheck reports whether a lock-free read that began at seq s saw no
+// change.
+func (f *File) seqCheck(s uint64) bool {
+	if tso {
+		return f.seq.Load() == s
+	}
+	return f.seq.CompareAndSwap(s, s)
 }
 
 func (fs *FS) newFile(dir *Dir, mode uint32, c vfs.Cred, now instant) *File {
@@ -72,9 +119,9 @@ func (f *File) Setattr(a vfs.SetAttr) error {
 	now := clockNow()
 	resized := a.Valid&vfs.SetSize != 0
 	if resized {
-		f.mu.Lock()
+		f.lockData()
 		f.truncateLocked(a.Size)
-		f.mu.Unlock()
+		f.unlockData()
 	}
 	f.setattrLocked(a, now)
 	f.changed(now.wall, resized)
@@ -86,15 +133,16 @@ func (f *File) Setattr(a vfs.SetAttr) error {
 // zeroed, so that growing the file again shows zeros (Linux
 // truncate_setsize).
 func (f *File) truncateLocked(size int64) {
-	if size < f.size {
+	if size <= f.size { // <=: shmem_setattr also drops fallocated pages past EOF
 		f.fs.releasePages(f.pages.truncate((size + pageMask) >> pageShift))
+		f.unwritten.removeRange((size+pageMask)>>pageShift, maxFileSize)
 		if off := size & pageMask; off != 0 {
 			if pg := f.pages.get(size >> pageShift); pg != nil {
 				clear(pg[off:])
 			}
 		}
 	}
-	f.size = size
+	atomic.StoreInt64(&f.size, size)
 }
 
 // free returns the pages once the file has neither links nor handles, and
@@ -103,12 +151,13 @@ func (f *File) free() {
 	if f.nlink.Load() != 0 || f.opens.Load() != 0 {
 		return
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.lockData()
+	defer f.unlockData()
 	if f.nlink.Load() != 0 || f.opens.Load() != 0 {
 		return
 	}
 	f.fs.releasePages(f.pages.truncate(0))
+	f.unwritten = pageRanges{}
 	if !f.freed {
 		f.freed = true
 		f.fs.inodes.Add(-1)
@@ -122,37 +171,68 @@ type OpenFile struct {
 	released atomic.Bool
 }
 
-// Read implements vfs.Reader. It reads from the page map under the shared
-// data lock; holes read as zeros. A read that reaches end of file is short,
-// and one at or past it returns 0, nil. A negative off gives EINVAL. Every
-// read, even at end of file, updates atime by the relatime rule.
+// Read implements vfs.Reader. It copies from the page map without a lock
+// (see File.seq); holes read as zeros. A read that reaches end of file is
+// short, and one at or past it returns 0, nil. A negative off gives
+// EINVAL. Every read, even at end of file, updates atime by the relatime
+// rule.
 func (h *OpenFile) Read(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, errEINVAL
 	}
 	f := h.f
-	f.mu.RLock()
-	n := 0
-	if off < f.size {
-		if int64(len(p)) > f.size-off {
-			p = p[:f.size-off]
-		}
-		for n < len(p) {
-			po := int(off & pageMask)
-			var k int
-			if pg := f.pages.get(off >> pageShift); pg != nil {
-				k = copy(p[n:], pg[po:])
-			} else {
-				k = min(len(p)-n, pageSize-po)
-				clear(p[n : n+k])
-			}
-			n += k
-			off += int64(k)
-		}
+	var n int
+	if s := f.seq.Load(); raceEnabled || s&1 != 0 {
+		n = f.readShared(p, off)
+	} else if n = f.copyTo(p, off); !f.seqCheck(s) {
+		n = f.readShared(p, off)
 	}
-	f.mu.RUnlock()
 	f.touchAtime()
 	return n, nil
+}
+
+// readShared is Read under mu held shared, for a reader that met a
+// writer.
+func (f *File) readShared(p []byte, off int64) int {
+	f.mu.RLock()
+	n := f.copyTo(p, off)
+	f.mu.RUnlock()
+	return n
+}
+
+// copyTo copies the file's bytes at off into p and returns the count.
+// size is loaded once: a lock-free reader may see it change.
+func (f *File) copyTo(p []byte, off int64) int {
+	size := atomic.LoadInt64(&f.size)
+	if off >= size {
+		return 0
+	}
+	if int64(len(p)) > size-off {
+		p = p[:size-off]
+	}
+	n := 0
+	var leaf *rnode
+	for n < len(p) {
+		po := int(off & pageMask)
+		idx := off >> pageShift
+		if n == 0 || idx&radixMask == 0 {
+			leaf = f.pages.leaf(idx)
+		}
+		var pg *page
+		if leaf != nil {
+			pg = (*page)(leaf.slot(idx & radixMask))
+		}
+		var k int
+		if pg != nil {
+			k = copy(p[n:], pg[po:])
+		} else { // a hole
+			k = min(len(p)-n, pageSize-po)
+			clear(p[n : n+k])
+		}
+		n += k
+		off += int64(k)
+	}
+	return n
 }
 
 // ReadIter implements vfs.IterReader: it copies from each page straight
@@ -162,25 +242,52 @@ func (h *OpenFile) ReadIter(dst iov.Iter, off int64) (int, error) {
 		return 0, errEINVAL
 	}
 	f := h.f
-	f.mu.RLock()
-	n := 0
-	if off < f.size {
-		dst.Truncate(int(min(int64(dst.Len()), f.size-off)))
-		for dst.Len() > 0 {
-			po := int(off & pageMask)
-			k := min(dst.Len(), pageSize-po)
-			if pg := f.pages.get(off >> pageShift); pg != nil {
-				k = dst.CopyOut(pg[po : po+k])
-			} else {
-				k = dst.Zero(k)
-			}
-			n += k
-			off += int64(k)
-		}
+	var n int
+	if s := f.seq.Load(); raceEnabled || s&1 != 0 {
+		n = f.readIterShared(dst, off)
+	} else if n = f.copyToIter(dst, off); !f.seqCheck(s) {
+		n = f.readIterShared(dst, off) // dst is a copy: the retry starts afresh
 	}
-	f.mu.RUnlock()
 	f.touchAtime()
 	return n, nil
+}
+
+func (f *File) readIterShared(dst iov.Iter, off int64) int {
+	f.mu.RLock()
+	n := f.copyToIter(dst, off)
+	f.mu.RUnlock()
+	return n
+}
+
+// copyToIter is copyTo for a vector.
+func (f *File) copyToIter(dst iov.Iter, off int64) int {
+	size := atomic.LoadInt64(&f.size)
+	if off >= size {
+		return 0
+	}
+	dst.Truncate(int(min(int64(dst.Len()), size-off)))
+	n := 0
+	var leaf *rnode
+	for dst.Len() > 0 {
+		po := int(off & pageMask)
+		idx := off >> pageShift
+		if n == 0 || idx&radixMask == 0 {
+			leaf = f.pages.leaf(idx)
+		}
+		k := min(dst.Len(), pageSize-po)
+		var pg *page
+		if leaf != nil {
+			pg = (*page)(leaf.slot(idx & radixMask))
+		}
+		if pg != nil {
+			k = dst.CopyOut(pg[po : po+k])
+		} else {
+			k = dst.Zero(k)
+		}
+		n += k
+		off += int64(k)
+	}
+	return n
 }
 
 // Write implements vfs.Writer. It allocates the pages it lands on that are
@@ -190,9 +297,9 @@ func (h *OpenFile) ReadIter(dst iov.Iter, off int64) (int, error) {
 // EFBIG (Linux generic_write_checks).
 func (h *OpenFile) Write(p []byte, off int64) (int, error) {
 	f := h.f
-	f.mu.Lock()
+	f.lockData()
 	n, err := f.writeLocked(p, off)
-	f.mu.Unlock()
+	f.unlockData()
 	return n, err
 }
 
@@ -219,9 +326,9 @@ func (f *File) writeLocked(p []byte, off int64) (int, error) {
 // segments straight into each page. Its rules are Write's.
 func (h *OpenFile) WriteIter(src iov.Iter, off int64) (int, error) {
 	f := h.f
-	f.mu.Lock()
+	f.lockData()
 	n, err := f.writeIterLocked(src, off)
-	f.mu.Unlock()
+	f.unlockData()
 	return n, err
 }
 
@@ -249,10 +356,10 @@ func (f *File) writeIterLocked(src iov.Iter, off int64) (int, error) {
 // under the data lock, so the end it reads is the end it writes at.
 func (h *OpenFile) Append(src iov.Iter) (int64, int, error) {
 	f := h.f
-	f.mu.Lock()
+	f.lockData()
 	off := f.size
 	n, err := f.writeIterLocked(src, off)
-	f.mu.Unlock()
+	f.unlockData()
 	return off, n, err
 }
 
@@ -280,6 +387,7 @@ func (f *File) startWrite(off int64, count int) (int, error) {
 func (f *File) pageForWrite(off int64) *page {
 	idx := off >> pageShift
 	if pg := f.pages.get(idx); pg != nil {
+		f.written(idx)
 		return pg
 	}
 	if !f.fs.reservePage() {
@@ -296,7 +404,7 @@ func (f *File) endWrite(n int, end int64) (int, error) {
 		return 0, errENOSPC
 	}
 	if end > f.size {
-		f.size = end
+		atomic.StoreInt64(&f.size, end)
 	}
 	return n, nil
 }
@@ -348,7 +456,7 @@ func (f *File) seekHoleData(off int64, whence int) (int64, error) {
 		return 0, errENXIO
 	}
 	if whence == unix.SEEK_DATA {
-		idx := f.pages.nextData(off >> pageShift)
+		idx := f.nextData(off >> pageShift)
 		if idx < 0 {
 			return 0, errENXIO
 		}
@@ -358,7 +466,7 @@ func (f *File) seekHoleData(off int64, whence int) (int64, error) {
 		}
 		return r, nil
 	}
-	idx := f.pages.nextHole(off >> pageShift)
+	idx := f.nextHole(off >> pageShift)
 	if idx > (f.size-1)>>pageShift { // only the hole at the end
 		return f.size, nil
 	}

@@ -244,7 +244,7 @@ func TestMaxFileSize(t *testing.T) {
 	if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: 0}); err != nil {
 		t.Fatal(err)
 	}
-	if f.pages.root != nil || f.pages.n != 0 {
+	if f.pages.top.Load() != nil || f.pages.n != 0 {
 		t.Fatal("truncate to 0 left the tree")
 	}
 }

@@ -6,9 +6,22 @@ package tmpfs
 // load per level: one level up to 256 KiB, two up to 16 MiB, three up to
 // 1 GiB, and nine cover tmpfs's whole 2^63-byte range.
 //
-// The tree has no lock of its own: File.mu guards it.
+// Concurrency. Changes to the tree are made under File.mu held
+// exclusively. Readers either hold File.mu shared or hold no lock at all
+// (File's seqcount read path): for them every slot is loaded with
+// atomic.LoadPointer and stored with atomic.StorePointer, and the root
+// and height are published together as one immutable treeTop, so a
+// lock-free reader always walks a tree of the height it was given and
+// reaches a *page only at height 1, never a node mistaken for a page. A
+// node or page dropped from the tree stays valid memory for a reader
+// that still holds it (the garbage collector keeps it); such a reader's
+// bytes are thrown away by the seqcount check. The node counts (pages,
+// n) are read only under File.mu.
 
-import "unsafe"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 const (
 	pageShift = 12
@@ -35,9 +48,19 @@ type rnode struct {
 
 // pageTree maps page indexes to pages.
 type pageTree struct {
-	root   *rnode // nil when the tree holds no page
-	height int    // levels below and including root; 0 when empty
-	n      int64  // pages held
+	top atomic.Pointer[treeTop] // nil when the tree holds no page
+	n   int64                   // pages held
+}
+
+// treeTop is the root of a tree and its height, published as one value.
+type treeTop struct {
+	root   *rnode
+	height int // levels below and including root
+}
+
+// slot loads slot i of n, for readers that may hold no lock.
+func (n *rnode) slot(i int64) unsafe.Pointer {
+	return atomic.LoadPointer(&n.slots[i])
 }
 
 // span returns the number of page indexes a tree of height h covers.
@@ -45,68 +68,86 @@ func span(h int) int64 { return 1 << uint(radixShift*h) }
 
 // get returns the page at idx, or nil for a hole.
 func (t *pageTree) get(idx int64) *page {
-	n := t.root
-	if n == nil || idx >= span(t.height) {
+	if n := t.leaf(idx); n != nil {
+		return (*page)(n.slot(idx & radixMask))
+	}
+	return nil
+}
+
+// leaf returns the node of height 1 whose slots hold the pages from
+// idx&^radixMask to idx|radixMask, or nil if they are all holes. A reader
+// of consecutive pages walks the tree once per 64 pages this way.
+func (t *pageTree) leaf(idx int64) *rnode {
+	top := t.top.Load()
+	if top == nil || idx >= span(top.height) {
 		return nil
 	}
-	for h := t.height - 1; h > 0; h-- {
-		n = (*rnode)(n.slots[(idx>>uint(radixShift*h))&radixMask])
+	n := top.root
+	for h := top.height - 1; h > 0; h-- {
+		n = (*rnode)(n.slot((idx >> uint(radixShift*h)) & radixMask))
 		if n == nil {
 			return nil
 		}
 	}
-	return (*page)(n.slots[idx&radixMask])
+	return n
 }
 
 // insert stores pg at idx, which must be a hole.
 func (t *pageTree) insert(idx int64, pg *page) {
-	if t.root == nil { // start as tall as idx needs, not with an empty level
-		t.root, t.height = new(rnode), 1
-		for idx >= span(t.height) {
-			t.height++
+	top := t.top.Load()
+	if top == nil { // start as tall as idx needs, not with an empty level
+		top = &treeTop{root: new(rnode), height: 1}
+		for idx >= span(top.height) {
+			top.height++
 		}
+		t.top.Store(top)
 	}
-	for idx >= span(t.height) {
-		up := &rnode{pages: t.root.pages}
-		up.slots[0] = unsafe.Pointer(t.root)
-		t.root = up
-		t.height++
+	for idx >= span(top.height) {
+		up := &rnode{pages: top.root.pages}
+		up.slots[0] = unsafe.Pointer(top.root)
+		top = &treeTop{root: up, height: top.height + 1}
+		t.top.Store(top)
 	}
-	n := t.root
-	for h := t.height - 1; h > 0; h-- {
+	n := top.root
+	for h := top.height - 1; h > 0; h-- {
 		n.pages++
 		s := &n.slots[(idx>>(radixShift*h))&radixMask]
 		if *s == nil {
-			*s = unsafe.Pointer(new(rnode))
+			atomic.StorePointer(s, unsafe.Pointer(new(rnode)))
 		}
 		n = (*rnode)(*s)
 	}
 	n.pages++
-	n.slots[idx&radixMask] = unsafe.Pointer(pg)
+	atomic.StorePointer(&n.slots[idx&radixMask], unsafe.Pointer(pg))
 	t.n++
 }
 
 // truncate drops every page at index first or above and returns how many
 // it dropped.
 func (t *pageTree) truncate(first int64) int64 {
-	if t.root == nil || first >= span(t.height) {
+	top := t.top.Load()
+	if top == nil || first >= span(top.height) {
 		return 0
 	}
 	var freed int64
 	if first <= 0 {
 		freed = t.n
 	} else {
-		freed = truncNode(t.root, t.height, first)
+		freed = truncNode(top.root, top.height, first)
 	}
 	t.n -= freed
 	if t.n == 0 {
-		t.root, t.height = nil, 0
+		t.top.Store(nil)
 		return freed
 	}
 	// Drop levels that only lead to slot 0, so lookups stay short.
-	for t.height > 1 && t.root.slots[0] != nil && (*rnode)(t.root.slots[0]).pages == t.n {
-		t.root = (*rnode)(t.root.slots[0])
-		t.height--
+	root, height := top.root, top.height
+	for height > 1 && root.slots[0] != nil && (*rnode)(root.slots[0]).pages == t.n {
+		root = (*rnode)(root.slots[0])
+		height--
+	}
+	if height != top.height {
+		t.top.Store(&treeTop{root: root, height: height})
 	}
 	return freed
 }
@@ -122,7 +163,7 @@ func truncNode(n *rnode, h int, rel int64) int64 {
 			continue
 		}
 		if h == 1 {
-			*s = nil
+			atomic.StorePointer(s, nil)
 			freed++
 			continue
 		}
@@ -136,7 +177,7 @@ func truncNode(n *rnode, h int, rel int64) int64 {
 		} else {
 			freed += c.pages
 		}
-		*s = nil
+		atomic.StorePointer(s, nil)
 	}
 	n.pages -= freed
 	return freed
@@ -145,10 +186,11 @@ func truncNode(n *rnode, h int, rel int64) int64 {
 // nextData returns the first index at or after idx that holds a page, or
 // -1 if there is none.
 func (t *pageTree) nextData(idx int64) int64 {
-	if t.root == nil || idx >= span(t.height) {
+	top := t.top.Load()
+	if top == nil || idx >= span(top.height) {
 		return -1
 	}
-	return nextDataNode(t.root, t.height, 0, idx)
+	return nextDataNode(top.root, top.height, 0, idx)
 }
 
 func nextDataNode(n *rnode, h int, base, idx int64) int64 {
@@ -171,13 +213,14 @@ func nextDataNode(n *rnode, h int, base, idx int64) int64 {
 
 // nextHole returns the first index at or after idx that holds no page.
 func (t *pageTree) nextHole(idx int64) int64 {
-	if t.root == nil || idx >= span(t.height) {
+	top := t.top.Load()
+	if top == nil || idx >= span(top.height) {
 		return idx
 	}
-	if r := nextHoleNode(t.root, t.height, 0, idx); r >= 0 {
+	if r := nextHoleNode(top.root, top.height, 0, idx); r >= 0 {
 		return r
 	}
-	return span(t.height)
+	return span(top.height)
 }
 
 func nextHoleNode(n *rnode, h int, base, idx int64) int64 {

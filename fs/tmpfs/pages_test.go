@@ -73,17 +73,17 @@ func TestPageTree(t *testing.T) {
 			if tree.n != int64(len(model)) {
 				t.Fatalf("tree holds %d pages, model %d", tree.n, len(model))
 			}
-			if tree.root != nil && tree.root.pages != tree.n {
-				t.Fatalf("root counts %d pages, tree %d", tree.root.pages, tree.n)
-			}
-			if tree.height > maxHeight {
-				t.Fatalf("height %d", tree.height)
-			}
-			if tree.root != nil && tree.height > 1 && tree.root.slots[0] != nil && (*rnode)(tree.root.slots[0]).pages == tree.n && op == 2 {
-				t.Fatalf("truncate left a level with only slot 0")
-			}
-			if tree.root != nil {
-				checkCounts(t, tree.root, tree.height)
+			if top := tree.top.Load(); top != nil {
+				if top.root.pages != tree.n {
+					t.Fatalf("root counts %d pages, tree %d", top.root.pages, tree.n)
+				}
+				if top.height > maxHeight {
+					t.Fatalf("height %d", top.height)
+				}
+				if top.height > 1 && top.root.slots[0] != nil && (*rnode)(top.root.slots[0]).pages == tree.n && op == 2 {
+					t.Fatalf("truncate left a level with only slot 0")
+				}
+				checkCounts(t, top.root, top.height)
 			}
 		}
 	})

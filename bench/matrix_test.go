@@ -1,0 +1,292 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// openMatrix opens every matrix driver; drivers the machine cannot
+// provide are skipped with a log line.
+func openMatrix(t *testing.T) (names []string, targets []*matrixTarget) {
+	t.Helper()
+	env, err := newMatrixEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.close() })
+	for _, d := range matrixDrivers {
+		tg, err := d.Open(env)
+		if err != nil {
+			if strings.Contains(err.Error(), ErrSkip.Error()) {
+				t.Logf("%s: %v", d.Name, err)
+				continue
+			}
+			t.Fatalf("%s: %v", d.Name, err)
+		}
+		t.Cleanup(func() {
+			if err := tg.close(); err != nil {
+				t.Errorf("%s: close: %v", d.Name, err)
+			}
+		})
+		names = append(names, d.Name)
+		targets = append(targets, tg)
+	}
+	return names, targets
+}
+
+// sampleCells are the vector shapes the tests check: every segment count
+// of the default run with the sizes where the paths differ (1 B and 512 B
+// take a block device's unaligned path, 4 KiB its aligned one), plus the
+// largest shapes at a count that keeps the test fast.
+func sampleCells() [][2]int {
+	var s [][2]int
+	for _, segs := range []int{1, 2, 8, 16, 64, 1024} {
+		for _, size := range []int{1, 512, 4096} {
+			s = append(s, [2]int{segs, size})
+		}
+	}
+	return append(s, [2]int{2, 64 << 10}, [2]int{16, 64 << 10})
+}
+
+func newCell(name string, t *matrixTarget, op string, segs, size int) *MatrixCell {
+	c := &MatrixCell{Driver: name, Op: op, Segments: segs, Size: size, t: t, window: matrixFileSize}
+	c.buf = make([]byte, segs*size)
+	c.vec = make([][]byte, segs)
+	for i := range c.vec {
+		c.vec[i] = c.buf[i*size : (i+1)*size : (i+1)*size]
+	}
+	return c
+}
+
+// TestMatrixSameBytes checks that the two variants of every sampled cell
+// do the same work: at the same offset (an odd one, so block devices take
+// their unaligned paths) the vectored read returns the same count and
+// bytes as the loop of scalar reads, and what each kind of write stores
+// reads back as what it was given.
+func TestMatrixSameBytes(t *testing.T) {
+	names, targets := openMatrix(t)
+	data := matrixData(matrixFileSize)
+	for i, tg := range targets {
+		for _, sh := range sampleCells() {
+			segs, size := sh[0], sh[1]
+			off := int64(4096*3 + 7)
+			c := newCell(names[i], tg, "read", segs, size)
+			t.Run(c.Name(), func(t *testing.T) {
+				n, err := tg.preadv(c.vec, off)
+				if n != c.want() || err != nil {
+					t.Fatalf("preadv: %d, %v; want %d", n, err, c.want())
+				}
+				got := bytes.Clone(c.buf)
+				clear(c.buf)
+				pos := off
+				for _, b := range c.vec {
+					if n, err := tg.pread(b, pos); n != c.want()/segs || err != nil {
+						t.Fatalf("pread at %d: %d, %v", pos, n, err)
+					}
+					pos += int64(len(b))
+				}
+				if !bytes.Equal(got, c.buf) {
+					t.Fatal("preadv and the preads returned different bytes")
+				}
+				switch names[i] {
+				case "null":
+				case "zero":
+					if bytes.Count(got, []byte{0}) != len(got) {
+						t.Fatal("zero returned a non-zero byte")
+					}
+				default:
+					if !bytes.Equal(got, data[off:off+int64(len(got))]) {
+						t.Fatal("read bytes are not the file's")
+					}
+				}
+			})
+			if tg.pwritev == nil {
+				continue
+			}
+			w := newCell(names[i], tg, "write", segs, size)
+			t.Run(w.Name(), func(t *testing.T) {
+				for k, write := range []func() (int, error){
+					func() (int, error) { return tg.pwritev(w.vec, off) },
+					func() (int, error) {
+						pos, done := off, 0
+						for _, b := range w.vec {
+							n, err := tg.pwrite(b, pos)
+							done += n
+							if n != len(b) || err != nil {
+								return done, err
+							}
+							pos += int64(len(b))
+						}
+						return done, nil
+					},
+				} {
+					for j := range w.buf {
+						w.buf[j] = byte(j*7 + k + 1)
+					}
+					if n, err := write(); n != len(w.buf) || err != nil {
+						t.Fatalf("write %d: %d, %v", k, n, err)
+					}
+					if names[i] == "null" || names[i] == "zero" {
+						continue
+					}
+					back := make([]byte, len(w.buf))
+					if n, err := tg.pread(back, off); n != len(back) || err != nil {
+						t.Fatalf("read back: %d, %v", n, err)
+					}
+					if !bytes.Equal(back, w.buf) {
+						t.Fatalf("write %d: the bytes read back differ from those written", k)
+					}
+				}
+				// Put the file's bytes back for the next read cells.
+				if n, err := tg.pwrite(data[off:off+int64(len(w.buf))], off); n != len(w.buf) || err != nil {
+					t.Fatalf("restore: %d, %v", n, err)
+				}
+			})
+		}
+	}
+}
+
+// TestMatrixAllocs: neither variant of any sampled production cell
+// allocates.
+func TestMatrixAllocs(t *testing.T) {
+	names, targets := openMatrix(t)
+	for i, tg := range targets {
+		for _, op := range []string{"read", "write"} {
+			if op == "write" && tg.pwritev == nil {
+				continue
+			}
+			for _, sh := range sampleCells() {
+				c := newCell(names[i], tg, op, sh[0], sh[1])
+				v, s := c.vectoredRun(), c.scalarRun()
+				for _, x := range []struct {
+					name string
+					run  func(int) error
+				}{{"vectored", v}, {"scalar", s}} {
+					var err error
+					a := testing.AllocsPerRun(3, func() {
+						if e := x.run(1); e != nil {
+							err = e
+						}
+					})
+					if err != nil {
+						t.Fatalf("%s %s: %v", c.Name(), x.name, err)
+					}
+					if a != 0 {
+						t.Errorf("%s %s: %v allocations per call, want 0", c.Name(), x.name, a)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestMatrixRun runs a small matrix through the harness and checks every
+// output: the tables and summary line, JSON, benchstat lines and the heat
+// map.
+func TestMatrixRun(t *testing.T) {
+	e := Lookup("matrix")
+	if e == nil {
+		t.Fatal("matrix is not registered")
+	}
+	p := Params{Loops: 3, Extra: map[string]string{"drivers": "null,tmpfs", "segments": "1,8", "sizes": "1,4K", "cell-time": "200us"}}
+	var rounds bytes.Buffer
+	res, err := Run(e, p, Options{Rounds: &rounds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Matrix
+	if m == nil {
+		t.Fatal("no matrix in the result")
+	}
+	// 2 drivers x (read + write) x 2 segment counts x 2 sizes.
+	if len(m.Cells) != 16 {
+		t.Fatalf("%d cells, want 16", len(m.Cells))
+	}
+	for _, c := range m.Cells {
+		if len(c.Vectored.Rounds) != 3 || len(c.Scalar.Rounds) != 3 || c.Ops < 1 {
+			t.Errorf("%s: %d and %d rounds, %d ops", c.Name(), len(c.Vectored.Rounds), len(c.Scalar.Rounds), c.Ops)
+		}
+		if !(c.Ratio.Median > 0) || c.Ratio.CI.Low > c.Ratio.Median || c.Ratio.CI.High < c.Ratio.Median {
+			t.Errorf("%s: ratio %v", c.Name(), c.Ratio)
+		}
+		if c.Vectored.AllocsPerOp != 0 || c.Scalar.AllocsPerOp != 0 {
+			t.Errorf("%s: allocs/op %v, %v", c.Name(), c.Vectored.AllocsPerOp, c.Scalar.AllocsPerOp)
+		}
+	}
+	if got := strings.Count(rounds.String(), "matrix "); got != 4 {
+		t.Errorf("%d round lines, want 4:\n%s", got, rounds.String())
+	}
+	var sum bytes.Buffer
+	if err := WriteSummary(&sum, res); err != nil {
+		t.Fatal(err)
+	}
+	w := m.Worst()
+	for _, s := range []string{"worst cell: " + w.Name(), "tmpfs/write/8x4KiB", "8x4KiB"} {
+		if !strings.Contains(sum.String(), s) {
+			t.Errorf("summary lacks %q:\n%s", s, sum.String())
+		}
+	}
+
+	var j bytes.Buffer
+	if err := WriteJSON(&j, []*Result{res}); err != nil {
+		t.Fatal(err)
+	}
+	var f File
+	if err := json.Unmarshal(j.Bytes(), &f); err != nil {
+		t.Fatal(err)
+	}
+	mj := f.Experiments[0].Matrix
+	if mj == nil || len(mj.Cells) != 16 || mj.Cells[0].Vectored.Name != "preadv" || len(mj.Cells[0].Scalar.RoundSeconds) != 3 || !strings.HasPrefix(mj.Summary, "worst cell") {
+		t.Fatalf("JSON matrix: %+v", mj)
+	}
+
+	var b bytes.Buffer
+	if err := WriteBenchstat(&b, []*Result{res}); err != nil {
+		t.Fatal(err)
+	}
+	names := checkBenchstat(t, b.String())
+	for _, n := range []string{"BenchmarkMatrix/tmpfs/read/8x4KiB/preadv", "BenchmarkMatrix/null/write/1x1B/pwrite"} {
+		if names[n] != 3 {
+			t.Errorf("%s: %d benchstat lines, want 3", n, names[n])
+		}
+	}
+
+	png := filepath.Join(t.TempDir(), "m.png")
+	if err := WritePlot(png, []*Result{res}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(png); err != nil || st.Size() < 1000 {
+		t.Fatalf("plot: %v, %v", st, err)
+	}
+}
+
+func TestMatrixFlags(t *testing.T) {
+	for _, c := range []struct{ flag, value, want string }{
+		{"drivers", "tmpfs,nope", "no such driver"},
+		{"segments", "0", "1 to 1024"},
+		{"segments", "1025", "1 to 1024"},
+		{"sizes", "x", "--sizes"},
+		{"cell-time", "soon", "--cell-time"},
+		{"window", "65M", "--window"},
+	} {
+		p := Params{Loops: 1, Extra: map[string]string{c.flag: c.value}}
+		_, err := Run(Lookup("matrix"), p, Options{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--%s %s: err %v, want one mentioning %q", c.flag, c.value, err, c.want)
+		}
+	}
+	// Cells over 64 MiB a call are left out.
+	p := Params{Loops: 1, Extra: map[string]string{"drivers": "null", "segments": "1024", "sizes": "64K,128K", "cell-time": "100us"}}
+	res, err := Run(Lookup("matrix"), p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(len(res.Matrix.Cells)); got != "2" {
+		t.Errorf("%s cells, want 2 (read and write of 1024x64KiB)", got)
+	}
+}

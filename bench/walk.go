@@ -1,0 +1,423 @@
+package bench
+
+// The walk experiment (issue 16): the metadata path. A tree is walked
+// through the API: open each directory, getdents until empty, lstat every
+// entry by its full path, and descend into the subdirectories. The image
+// is made with mke2fs -b 1024 -d from one of two trees: "flat", one
+// directory of --dirs subdirectories (dir_index makes it an htree), or
+// "nested", --files empty files spread over nested directories. iovfs
+// walks it mounted plain (metadata through the buffer cache, names through
+// the dentry cache), with dax (metadata from device memory), and with both
+// caches off (the "before"); the host kernel walks a read-only loop mount
+// of the same image with the same Go loop (os.ReadDir and unix.Lstat, a
+// system call per entry). Cold variants mount, walk once and unmount in
+// every operation, so each walk starts with empty caches (the image
+// file's host page cache stays warm for both sides); warm variants walk a
+// mount that the warm-up round has walked already.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/vfs"
+)
+
+var walkExperiment = &Experiment{
+	Name:     "walk",
+	Summary:  "walk an ext4 image (open, getdents, lstat of every entry by full path): iovfs with and without its caches against the host kernel",
+	Baseline: "kernel-warm",
+	Defaults: Params{Loops: 5, Ops: 1, Size: 1},
+	Unit:     "walks",
+	Describe: func(p Params) string {
+		return fmt.Sprintf("%d walk(s) per round of a %s tree in an ext4 image (mke2fs -b 1024 -d); cold variants mount and unmount around each walk", p.Ops, walkTreeDesc(p))
+	},
+	Flags: []Flag{
+		{Name: "tree", Default: "flat", Usage: "flat (one directory of --dirs subdirectories) or nested (--files files in nested directories)"},
+		{Name: "dirs", Default: "65000", Usage: "subdirectories of the flat tree"},
+		{Name: "files", Default: "20000", Usage: "files of the nested tree"},
+	},
+	Setup: walkSetup,
+	Variants: []Variant{
+		{Name: "kernel-warm", Doc: "host kernel, read-only loop mount walked before (root)", Setup: walkHost(false)},
+		{Name: "kernel-cold", Doc: "host kernel: loop mount, walk, unmount (root)", Setup: walkHost(true)},
+		{Name: "iovfs-warm", Doc: "iovfs ext4 over a loop device, buffer and dentry caches on, walked before", Setup: walkVFS("", false)},
+		{Name: "iovfs-cold", Doc: "iovfs: mount, walk, unmount", Setup: walkVFS("", true)},
+		{Name: "dax-warm", Doc: "iovfs ext4 mounted with dax (metadata from device memory), dentry cache on, walked before", Setup: walkVFS("dax", false)},
+		{Name: "dax-cold", Doc: "iovfs dax: mount, walk, unmount", Setup: walkVFS("dax", true)},
+		{Name: "nocache-warm", Doc: "iovfs with bcache=0 and the dentry cache off (the code before issue 16), walked before", Setup: walkVFS("bcache=0", false)},
+		{Name: "nocache-cold", Doc: "iovfs, no caches: mount, walk, unmount", Setup: walkVFS("bcache=0", true)},
+	},
+	Report: walkReport,
+}
+
+func walkTreeDesc(p Params) string {
+	if p.Extra["tree"] == "nested" {
+		return p.Extra["files"] + "-file nested"
+	}
+	return p.Extra["dirs"] + "-subdirectory flat"
+}
+
+// walkEnv is what the variants share: the image, how many entries a walk
+// must see, and the cache figures the iovfs variants leave for the report.
+type walkEnv struct {
+	img     string
+	entries int
+	stats   map[string]string
+}
+
+// lastWalkEnv is the env of the last run, for walkReport's cache figures.
+var lastWalkEnv *walkEnv
+
+// walkSetup makes the source tree and the image.
+func walkSetup(p Params) (any, func() error, error) {
+	tree := p.Extra["tree"]
+	if tree != "flat" && tree != "nested" {
+		return nil, nil, fmt.Errorf("--tree %q: want flat or nested", tree)
+	}
+	mke2fs, err := exec.LookPath("mke2fs")
+	if err != nil {
+		return nil, nil, errors.New("mke2fs not found: the walk experiment builds its ext4 image with e2fsprogs (apt-get install e2fsprogs)")
+	}
+	dir, err := os.MkdirTemp("", "iovfs-bench-walk-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() error { return os.RemoveAll(dir) }
+	fail := func(err error) (any, func() error, error) {
+		cleanup()
+		return nil, nil, err
+	}
+	src := filepath.Join(dir, "src")
+	entries, err := MakeWalkTree(src, tree, p.Extra)
+	if err != nil {
+		return fail(err)
+	}
+	img := filepath.Join(dir, "ext4.img")
+	if err := MakeWalkImage(mke2fs, src, img, entries); err != nil {
+		return fail(err)
+	}
+	os.RemoveAll(src)
+	env := &walkEnv{img: img, entries: entries, stats: map[string]string{}}
+	lastWalkEnv = env
+	return env, cleanup, nil
+}
+
+// MakeWalkTree builds the walk experiment's source tree at src (tree is
+// "flat" or "nested"; extra holds "dirs" and "files") and returns the
+// number of entries a walk of it lstats.
+func MakeWalkTree(src, tree string, extra map[string]string) (int, error) {
+	if err := os.Mkdir(src, 0o755); err != nil {
+		return 0, err
+	}
+	if tree == "flat" {
+		n, err := strconv.Atoi(extra["dirs"])
+		if err != nil || n < 1 {
+			return 0, fmt.Errorf("--dirs %q: want a positive count", extra["dirs"])
+		}
+		top := filepath.Join(src, "d")
+		if err := os.Mkdir(top, 0o755); err != nil {
+			return 0, err
+		}
+		for i := range n {
+			if err := os.Mkdir(filepath.Join(top, fmt.Sprintf("sub%06d", i)), 0o755); err != nil {
+				return 0, err
+			}
+		}
+		return n + 1, nil
+	}
+	n, err := strconv.Atoi(extra["files"])
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("--files %q: want a positive count", extra["files"])
+	}
+	// 20 top directories, each with 10 subdirectories of files.
+	entries := 0
+	for i := range n {
+		d := filepath.Join(src, fmt.Sprintf("top%02d", i%20), fmt.Sprintf("mid%d", i/20%10))
+		if _, err := os.Stat(d); err != nil {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return 0, err
+			}
+		}
+		f, err := os.Create(filepath.Join(d, fmt.Sprintf("file%05d", i)))
+		if err != nil {
+			return 0, err
+		}
+		f.Close()
+		entries++
+	}
+	for i := range min(n, 20) {
+		entries++ // topNN
+		entries += min(10, (n-i+19)/20)
+	}
+	return entries, nil
+}
+
+// MakeWalkImage makes img, an ext4 image with 1 KiB blocks, from src,
+// with room for entries inodes.
+func MakeWalkImage(mke2fs, src, img string, entries int) error {
+	kib := 16<<10 + entries*2 + entries/4 // a block per directory or file, inode tables, the journal
+	out, err := exec.Command(mke2fs, "-q", "-F", "-t", "ext4", "-b", "1024", "-N", strconv.Itoa(entries+1024), "-d", src, img, strconv.Itoa(kib)+"k").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("mke2fs: %v: %s", err, out)
+	}
+	return nil
+}
+
+// WalkVFS walks root in p: open, getdents until empty, lstat of every
+// entry by its full path, then each subdirectory. It returns the number
+// of entries lstat'ed.
+func WalkVFS(p *vfs.Proc, root string) (int, error) {
+	fd, err := p.Open(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return 0, err
+	}
+	var subdirs []string
+	n := 0
+	for {
+		ents, err := p.Getdents(fd)
+		if err != nil {
+			p.Close(fd)
+			return n, err
+		}
+		if len(ents) == 0 {
+			break
+		}
+		for _, e := range ents {
+			if e.Name == "." || e.Name == ".." {
+				continue
+			}
+			path := root + "/" + e.Name
+			st, err := p.Lstat(path)
+			if err != nil {
+				p.Close(fd)
+				return n, err
+			}
+			n++
+			if st.IsDir() {
+				subdirs = append(subdirs, path)
+			}
+		}
+	}
+	p.Close(fd)
+	for _, d := range subdirs {
+		k, err := WalkVFS(p, d)
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// WalkHost is WalkVFS on the host kernel: os.ReadDir (open, getdents64)
+// and unix.Lstat, a system call per entry.
+func WalkHost(root string) (int, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return 0, err
+	}
+	var subdirs []string
+	n := 0
+	var st unix.Stat_t
+	for _, e := range ents {
+		path := root + "/" + e.Name()
+		if err := unix.Lstat(path, &st); err != nil {
+			return n, err
+		}
+		n++
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			subdirs = append(subdirs, path)
+		}
+	}
+	for _, d := range subdirs {
+		k, err := WalkHost(d)
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// walkCheck runs walk n times and checks each saw want entries. lost+found
+// is in both sides' trees, so it is not counted apart.
+func walkCheck(n, want int, walk func() (int, error)) error {
+	for range n {
+		got, err := walk()
+		if err != nil {
+			return err
+		}
+		if got != want {
+			return fmt.Errorf("walk saw %d entries, want %d", got, want)
+		}
+	}
+	return nil
+}
+
+// walkHost returns the Setup of a kernel variant.
+func walkHost(cold bool) func(Params, any) (Op, error) {
+	return func(prm Params, e any) (Op, error) {
+		env := e.(*walkEnv)
+		if os.Geteuid() != 0 {
+			return Op{}, Skip("needs root for a kernel loop mount of the image")
+		}
+		if cold {
+			return Op{Run: func(n int) error {
+				for range n {
+					hm, err := hostLoopMount(env.img)
+					if err != nil {
+						return err
+					}
+					err = walkCheck(1, env.entries+1, func() (int, error) { return WalkHost(hm.dir) })
+					if cerr := hm.close(); err == nil {
+						err = cerr
+					}
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			}}, nil
+		}
+		hm, err := hostLoopMount(env.img)
+		if err != nil {
+			return Op{}, Skip("kernel loop mount failed: " + err.Error())
+		}
+		return Op{
+			Run:   func(n int) error { return walkCheck(n, env.entries+1, func() (int, error) { return WalkHost(hm.dir) }) },
+			Close: hm.close,
+		}, nil
+	}
+}
+
+// walkVFS returns the Setup of an iovfs variant mounted with options opt
+// ("bcache=0" also turns the dentry cache off).
+func walkVFS(opt string, cold bool) func(Params, any) (Op, error) {
+	return func(prm Params, e any) (Op, error) {
+		env := e.(*walkEnv)
+		m, err := newDaxMachine(&daxEnv{img: env.img})
+		if err != nil {
+			return Op{}, err
+		}
+		p := m.p
+		ns := p.Namespace()
+		if opt == "bcache=0" {
+			ns.SetDentryCacheSize(0)
+		} else {
+			ns.CountDentryCacheHits(true)
+		}
+		var fs *ext4.FS
+		mount := func() error {
+			f, err := ext4.Mount(vfs.MountRequest{Proc: p, Source: "/dev/loop0", Flags: unix.MS_RDONLY, Data: opt})
+			if err != nil {
+				return err
+			}
+			fs = f.(*ext4.FS)
+			return ns.MountFS("/mnt", fs, true)
+		}
+		walk := func() (int, error) { return WalkVFS(p, "/mnt") }
+		name := map[string]string{"": "iovfs", "dax": "dax", "bcache=0": "nocache"}[opt] + map[bool]string{true: "-cold", false: "-warm"}[cold]
+		record := func() {
+			if fs == nil {
+				return
+			}
+			env.stats[name] = walkCacheStats(ns, fs)
+		}
+		if cold {
+			return Op{
+				Run: func(n int) error {
+					for range n {
+						if err := mount(); err != nil {
+							return err
+						}
+						err := walkCheck(1, env.entries+1, walk)
+						record()
+						if uerr := p.Unmount("/mnt", 0); err == nil {
+							err = uerr
+						}
+						if err != nil {
+							return err
+						}
+					}
+					return nil
+				},
+				Close: func() error { return p.Close(m.lfd) },
+			}, nil
+		}
+		err = mount()
+		p.Close(m.lfd) // the mount holds the device now
+		if err != nil {
+			return Op{}, err
+		}
+		return Op{
+			Run: func(n int) error { return walkCheck(n, env.entries+1, walk) },
+			Close: func() error {
+				record()
+				return p.Unmount("/mnt", 0)
+			},
+		}, nil
+	}
+}
+
+// walkCacheStats describes the caches of ns and fs after a walk.
+func walkCacheStats(ns *vfs.Namespace, fs *ext4.FS) string {
+	var b strings.Builder
+	d := ns.DentryCacheStats()
+	if d.Limit > 1 {
+		look := d.Hits + d.NegHits + d.Misses
+		fmt.Fprintf(&b, "dentry cache: %d entries (limit %d), %d lookups, hit rate %.1f%%, %d evictions",
+			d.Entries, d.Limit, look, 100*float64(d.Hits+d.NegHits)/float64(max(look, 1)), d.Evictions)
+	} else {
+		b.WriteString("dentry cache: off")
+	}
+	if st, ok := fs.Volume().CacheStats(); ok {
+		look := st.Hits + st.Misses
+		fmt.Fprintf(&b, "; buffer cache: %d blocks, %.1f MiB (peak %.1f, limit %.1f MiB), %d gets, hit rate %.1f%%, %d evictions",
+			st.Blocks, float64(st.Bytes)/(1<<20), float64(st.Peak)/(1<<20), float64(st.Limit)/(1<<20), look,
+			100*float64(st.Hits)/float64(max(look, 1)), st.Evictions)
+	} else if fs.DAX() {
+		b.WriteString("; buffer cache: none (dax: metadata from device memory)")
+	} else {
+		b.WriteString("; buffer cache: off")
+	}
+	return b.String()
+}
+
+// walkReport prints the ratios by temperature and the cache figures.
+func walkReport(w io.Writer, res *Result) {
+	fmt.Fprintln(w)
+	for _, temp := range []string{"warm", "cold"} {
+		k := res.Variant("kernel-" + temp)
+		if k == nil {
+			continue
+		}
+		fmt.Fprintf(w, "%s, kernel time / variant time (above 1: faster than the kernel; median of per-round ratios):", temp)
+		for _, name := range []string{"iovfs", "dax", "nocache"} {
+			v := res.Variant(name + "-" + temp)
+			if v == nil {
+				continue
+			}
+			r, _ := PairedRatio(k.NsPerOpRounds(), v.NsPerOpRounds(), 0.95, 1000, 1)
+			fmt.Fprintf(w, " %s %.2fx", name, r)
+		}
+		fmt.Fprintln(w)
+	}
+	env := lastWalkEnv
+	if env == nil {
+		return
+	}
+	for _, name := range []string{"iovfs-warm", "iovfs-cold", "dax-warm", "dax-cold", "nocache-warm"} {
+		if s, ok := env.stats[name]; ok {
+			fmt.Fprintf(w, "%s after its last walk: %s\n", name, s)
+		}
+	}
+}

@@ -1,0 +1,419 @@
+package vfs
+
+// The dentry cache (Linux fs/dcache.c): what a directory's Lookup answered
+// for a name, positive (the child Node) or negative (ENOENT), so a walk
+// over names it has seen calls no file system code. It caches Lookup and
+// nothing else: the walk still applies its own checks to every node it
+// reaches (the directory test, permission checks, symlinks, and mounts,
+// which it looks up in the mount table on every step), so a cached walk
+// sees the same mounts and makes the same permission decisions as an
+// uncached one. ".." is never cached (parentOf asks the file system).
+//
+// Structure. A fixed array of hash buckets, each a singly linked chain of
+// dentries published with atomic pointers; the key is (directory Node,
+// name) and the hash mixes the directory's pointer with the name. Writers
+// (insert, remove, evict) hold the mutex of the bucket's shard; readers
+// hold nothing: a lookup is a few atomic loads, as in Linux's RCU-walk,
+// and a removed dentry stays readable for a reader still on it (the
+// garbage collector is the RCU grace period). Each shard keeps its
+// dentries on a CLOCK ring and evicts when it holds limit/dcShards.
+// Directories whose Node is not a pointer are not cached (their
+// interface words do not identify them).
+//
+// Consistency, per directory stripe (the directory's hash selects one of
+// dcStripes counters; unrelated directories may share one, which costs
+// only cache misses):
+//   - A change (create, unlink, rmdir, rename, link, symlink, mknod)
+//     calls invalidate(dir, name) before the file system's operation and
+//     .done() after it: begin raises the stripe's active count; done
+//     bumps its generation, removes the (dir, name) dentries, and lowers
+//     active. Rename does it for both names at once (invalidate2).
+//   - A lookup uses the cache only while no change is active on its
+//     stripe, and only if the generation it read first is unchanged after
+//     it found the dentry; otherwise it asks the file system.
+//   - A miss notes the generation before calling Lookup and inserts the
+//     answer, under the shard lock, only if the generation is unchanged
+//     and no change is active. So an answer from before a change can
+//     never be inserted after it, and once a change's done has returned,
+//     no lookup that starts later sees the old answer (sequential
+//     consistency of sync/atomic).
+//
+// Entry points for code that changes a namespace (vfs/*.go, and the *at
+// and renameat2 variants to come): wrap the file system call with
+//
+//	defer p.ns.dcache.invalidate(dir.node, name).done()
+//	defer p.ns.dcache.invalidate2(odir.node, oname, ndir.node, nname).done()
+//
+// placed right before the call that changes the directory. Unmount calls
+// p.ns.dcache.forgetFS(fs) to drop the detached file system's dentries;
+// mount needs nothing (mounts are not cached).
+//
+// A file system whose directories change behind the VFS (hostfs over a
+// live host tree) implements Revalidator (ops.go) on its directories: a
+// cached answer is then used only when Revalidate confirms it, Linux's
+// d_revalidate.
+
+import (
+	"hash/maphash"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+const (
+	dcShards  = 64
+	dcStripes = 256
+	// DefaultDentryCacheSize is the number of dentries a namespace keeps
+	// unless SetDentryCacheSize says otherwise.
+	DefaultDentryCacheSize = 1 << 18
+)
+
+type dcache struct {
+	seed    maphash.Seed
+	buckets []atomic.Pointer[dentry]
+	mask    uint64
+	// off disables the cache (SetDentryCacheSize(0)); stats turns on
+	// the hit counters (an atomic add per hit, so off by default).
+	off     bool
+	stats   bool
+	shards  [dcShards]dcShard
+	stripes [dcStripes]dcStripe
+}
+
+type dcShard struct {
+	// mu protects the chains of the buckets b with b%dcShards == this
+	// shard's index, and the CLOCK ring: a circular list through
+	// dentry.prev/rnext, hand its next victim, n its length. New dentries
+	// go just behind the hand.
+	mu    sync.Mutex
+	hand  *dentry
+	n     int
+	limit int
+
+	hits, negHits, misses, evictions atomic.Uint64
+	_                                [64]byte
+}
+
+// dcStripe is the change state of the directories that hash to it.
+type dcStripe struct {
+	active atomic.Int32
+	gen    atomic.Uint64
+	_      [52]byte
+}
+
+type dentry struct {
+	hash uint64
+	// dirw is dir's interface words (type, pointer): the key compare,
+	// without runtime.ifaceeq. dir keeps the object alive, so no other
+	// node can have the same words while the dentry exists.
+	dirw  [2]uintptr
+	dir   Node
+	name  string
+	child Node // nil for a negative dentry
+	fs    FileSystem
+	reval Revalidator // dir's, if it has one
+	next  atomic.Pointer[dentry]
+	ref   atomic.Bool
+	// prev and rnext link the shard's ring, under its mu.
+	prev, rnext *dentry
+}
+
+func (c *dcache) init(size int) {
+	*c = dcache{seed: maphash.MakeSeed(), stats: c.stats}
+	if size <= 0 {
+		c.off = true
+		size = 1
+	}
+	n := 1
+	for n < size/2 { // chains of two dentries when full
+		n <<= 1
+	}
+	c.buckets = make([]atomic.Pointer[dentry], n)
+	c.mask = uint64(n - 1)
+	for i := range c.shards {
+		c.shards[i].limit = max(1, size/dcShards)
+	}
+}
+
+// SetDentryCacheSize bounds the dentry cache to n entries (0 turns it
+// off) and empties it. Call it before the namespace is in use.
+func (ns *Namespace) SetDentryCacheSize(n int) { ns.dcache.init(n) }
+
+// CountDentryCacheHits turns the dentry cache's hit counters on or off
+// (Hits and NegHits in DentryCacheStats); they cost an atomic add per
+// cached lookup, so they are off unless asked for. Misses and evictions
+// are always counted. Call it before the namespace is in use.
+func (ns *Namespace) CountDentryCacheHits(on bool) { ns.dcache.stats = on }
+
+// DentryCacheStats are the dentry cache's counters.
+type DentryCacheStats struct {
+	Entries   int    // dentries cached now
+	Limit     int    // the bound
+	Hits      uint64 // lookups answered with a positive dentry
+	NegHits   uint64 // lookups answered with a negative dentry (ENOENT)
+	Misses    uint64 // lookups that asked the file system
+	Evictions uint64
+}
+
+// DentryCacheStats returns the namespace's dentry cache counters.
+func (ns *Namespace) DentryCacheStats() DentryCacheStats {
+	c := &ns.dcache
+	var st DentryCacheStats
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		st.Entries += s.n
+		st.Limit += s.limit
+		s.mu.Unlock()
+		st.Hits += s.hits.Load()
+		st.NegHits += s.negHits.Load()
+		st.Misses += s.misses.Load()
+		st.Evictions += s.evictions.Load()
+	}
+	return st
+}
+
+// dirWord returns the pointer that identifies dir, and false if dir's
+// dynamic type is not a pointer (then two equal values may have different
+// words, and dir is not cached).
+func dirWord(dir Node) (uintptr, bool) {
+	if reflect.TypeOf(dir).Kind() != reflect.Pointer {
+		return 0, false
+	}
+	return ifaceWords(dir)[1], true
+}
+
+// ifaceWords returns n's type and data words.
+func ifaceWords(n Node) [2]uintptr {
+	return *(*[2]uintptr)(unsafe.Pointer(&n))
+}
+
+func mix(w uintptr) uint64 {
+	x := uint64(w)
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	return x
+}
+
+func (c *dcache) stripe(w uintptr) *dcStripe {
+	return &c.stripes[mix(w)>>56]
+}
+
+// lookup is dir.Lookup(name) through the cache; node is dir as a Node
+// and fs the file system it belongs to.
+func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (Node, error) {
+	if c.off {
+		return dir.Lookup(name)
+	}
+	w, ok := dirWord(node)
+	if !ok {
+		return dir.Lookup(name)
+	}
+	h := mix(w) ^ maphash.String(c.seed, name)
+	st := c.stripe(w)
+	gen := st.gen.Load()
+	b := &c.buckets[h&c.mask]
+	s := &c.shards[h&c.mask%dcShards]
+	if st.active.Load() == 0 {
+		words := ifaceWords(node)
+		for e := b.Load(); e != nil; e = e.next.Load() {
+			if e.hash != h || e.dirw != words || e.name != name {
+				continue
+			}
+			if st.gen.Load() != gen {
+				break
+			}
+			if e.reval != nil && !e.reval.Revalidate(name, e.child) {
+				c.remove(s, b, e)
+				break
+			}
+			if !e.ref.Load() {
+				e.ref.Store(true)
+			}
+			if e.child == nil {
+				if c.stats {
+					s.negHits.Add(1)
+				}
+				return nil, errENOENT
+			}
+			if c.stats {
+				s.hits.Add(1)
+			}
+			return e.child, nil
+		}
+	}
+	s.misses.Add(1)
+	child, err := dir.Lookup(name)
+	if err != nil && err != errENOENT {
+		return nil, err
+	}
+	e := &dentry{hash: h, dirw: ifaceWords(node), dir: node, name: name, child: child, fs: fs}
+	e.reval, _ = node.(Revalidator)
+	c.insert(s, b, st, gen, e)
+	return child, err
+}
+
+// insert adds e unless its stripe changed since gen or a dentry for the
+// same key is there.
+func (c *dcache) insert(s *dcShard, b *atomic.Pointer[dentry], st *dcStripe, gen uint64, e *dentry) {
+	// The name may be a slice of a longer path; keep only its bytes.
+	e.name = string(append([]byte(nil), e.name...))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.active.Load() != 0 || st.gen.Load() != gen {
+		return
+	}
+	for o := b.Load(); o != nil; o = o.next.Load() {
+		if o.hash == e.hash && o.dir == e.dir && o.name == e.name {
+			return
+		}
+	}
+	if s.n >= s.limit {
+		c.evict(s)
+	}
+	e.next.Store(b.Load())
+	b.Store(e)
+	if s.hand == nil {
+		e.prev, e.rnext = e, e
+		s.hand = e
+	} else {
+		e.rnext, e.prev = s.hand, s.hand.prev
+		e.prev.rnext = e
+		s.hand.prev = e
+	}
+	s.n++
+}
+
+// evict drops one dentry by CLOCK; s.mu is held.
+func (c *dcache) evict(s *dcShard) {
+	for range 2*s.n + 1 {
+		e := s.hand
+		if e.ref.Load() {
+			e.ref.Store(false)
+			s.hand = e.rnext
+			continue
+		}
+		c.unlink(s, e)
+		s.evictions.Add(1)
+		return
+	}
+}
+
+// remove drops e if it is still cached.
+func (c *dcache) remove(s *dcShard, b *atomic.Pointer[dentry], e *dentry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for o := b.Load(); o != nil; o = o.next.Load() {
+		if o == e {
+			c.unlink(s, e)
+			return
+		}
+	}
+}
+
+// unlink takes e off its chain and its shard's ring; s.mu is held.
+func (c *dcache) unlink(s *dcShard, e *dentry) {
+	b := &c.buckets[e.hash&c.mask]
+	if b.Load() == e {
+		b.Store(e.next.Load())
+	} else {
+		for o := b.Load(); o != nil; o = o.next.Load() {
+			if o.next.Load() == e {
+				o.next.Store(e.next.Load())
+				break
+			}
+		}
+	}
+	if s.n == 1 {
+		s.hand = nil
+	} else {
+		if s.hand == e {
+			s.hand = e.rnext
+		}
+		e.prev.rnext, e.rnext.prev = e.rnext, e.prev
+	}
+	e.prev, e.rnext = nil, nil
+	s.n--
+}
+
+// dchange is one namespace change in progress: up to two (dir, name)
+// pairs. Its done method ends it.
+type dchange struct {
+	c            *dcache
+	dir1, dir2   Node
+	name1, name2 string
+}
+
+// invalidate begins a change of name in dir; call done on the result
+// after the file system's operation, whether it failed or not.
+func (c *dcache) invalidate(dir Node, name string) dchange {
+	return c.invalidate2(dir, name, nil, "")
+}
+
+// invalidate2 begins a change of two names at once (rename).
+func (c *dcache) invalidate2(dir1 Node, name1 string, dir2 Node, name2 string) dchange {
+	ch := dchange{c: c, dir1: dir1, name1: name1, dir2: dir2, name2: name2}
+	for _, d := range [2]Node{dir1, dir2} {
+		if w, ok := c.word(d); ok {
+			c.stripe(w).active.Add(1)
+		}
+	}
+	return ch
+}
+
+func (c *dcache) word(d Node) (uintptr, bool) {
+	if d == nil || c.off {
+		return 0, false
+	}
+	return dirWord(d)
+}
+
+// done ends the change: bump the generation, drop the dentries, lower
+// active.
+func (ch dchange) done() {
+	c := ch.c
+	for i, d := range [2]Node{ch.dir1, ch.dir2} {
+		w, ok := c.word(d)
+		if !ok {
+			continue
+		}
+		name := ch.name1
+		if i == 1 {
+			name = ch.name2
+		}
+		st := c.stripe(w)
+		st.gen.Add(1)
+		h := mix(w) ^ maphash.String(c.seed, name)
+		b := &c.buckets[h&c.mask]
+		s := &c.shards[h&c.mask%dcShards]
+		s.mu.Lock()
+		for e := b.Load(); e != nil; e = e.next.Load() {
+			if e.hash == h && e.dir == d && e.name == name {
+				c.unlink(s, e)
+			}
+		}
+		s.mu.Unlock()
+		st.active.Add(-1)
+	}
+}
+
+// forgetFS drops every dentry of file system fs, after an unmount.
+func (c *dcache) forgetFS(fs FileSystem) {
+	if c.off {
+		return
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for e, k := s.hand, s.n; k > 0; k-- {
+			next := e.rnext
+			if e.fs == fs {
+				c.unlink(s, e)
+			}
+			e = next
+		}
+		s.mu.Unlock()
+	}
+}
