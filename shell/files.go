@@ -480,7 +480,7 @@ func runChmod(c *cmd, args []string) int {
 		}
 		m, ok := parseMode(spec, st.Mode, st.IsDir(), c.umask())
 		if !ok {
-			c.errorf("invalid mode: %s", quote(spec))
+			c.usage("invalid mode: %s", quote(spec))
 			status = 1
 			return
 		}

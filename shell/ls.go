@@ -65,7 +65,7 @@ func runLs(c *cmd, args []string) int {
 	}
 	sortEntries(files)
 	sortEntries(dirs)
-	c.lsPrint(o, files, false)
+	c.lsPrint(o, files, false, dirs)
 	header := len(ops) > 1 || o.recursive
 	for i, d := range dirs {
 		if len(files) > 0 || i > 0 {
@@ -133,7 +133,7 @@ func (c *cmd) lsDir(o lsOpts, dir string, header bool) int {
 		list = append(list, lsEntry{name: d.Name, path: p, st: st, target: c.linkTarget(p, st)})
 	}
 	sortEntries(list)
-	c.lsPrint(o, list, true)
+	c.lsPrint(o, list, true, nil)
 	if o.recursive {
 		for _, e := range list {
 			if e.st.IsDir() && e.name != "." && e.name != ".." {
@@ -152,7 +152,10 @@ func (c *cmd) lsDir(o lsOpts, dir string, header bool) int {
 
 // lsPrint prints entries one per line, or in ls -l's aligned columns
 // (with "total" first when listing a directory).
-func (c *cmd) lsPrint(o lsOpts, es []lsEntry, total bool) {
+//
+// GNU ls sizes the columns of the command line's files over every
+// operand, the directories listed after them included: extra are those.
+func (c *cmd) lsPrint(o lsOpts, es []lsEntry, total bool, extra []lsEntry) {
 	if !o.long {
 		for _, e := range es {
 			if o.inode {
@@ -165,7 +168,7 @@ func (c *cmd) lsPrint(o lsOpts, es []lsEntry, total bool) {
 	var blocks int64
 	rows := make([][]string, len(es))
 	var w [7]int
-	for i, e := range es {
+	for i, e := range append(es[:len(es):len(es)], extra...) {
 		blocks += e.st.Blocks
 		size := strconv.FormatInt(e.st.Size, 10)
 		if o.human {
@@ -180,7 +183,11 @@ func (c *cmd) lsPrint(o lsOpts, es []lsEntry, total bool) {
 		for j, f := range r {
 			w[j] = max(w[j], len(f))
 		}
-		rows[i] = r
+		if i < len(es) {
+			rows[i] = r
+		} else {
+			continue
+		}
 	}
 	if total {
 		t := strconv.FormatInt((blocks+1)/2, 10)
