@@ -298,3 +298,34 @@ func baseName(p string) string {
 	}
 	return path.Base(p)
 }
+
+// RunCommand runs the builtin args[0] with args[1:] directly, without the
+// interpreter, in a fork of p whose current directory is dir, and returns
+// its exit status (127 for an unknown command). The image tools of
+// cmd/iovfs use it.
+func RunCommand(ctx context.Context, p *vfs.Proc, dir string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	b := builtins[args[0]]
+	if b == nil {
+		fmt.Fprintf(stderr, "iovfs sh: %s: command not found\n", args[0])
+		return 127
+	}
+	s := &Shell{proc: p, stderr: stderr}
+	s.highFd.Store(2)
+	child, err := p.Fork()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: fork: %s\n", args[0], errText(err))
+		return 1
+	}
+	defer s.closeAll(child)
+	if err := child.Chdir(dir); err != nil {
+		fmt.Fprintf(stderr, "%s: %s: %s\n", args[0], dir, errText(err))
+		return 1
+	}
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	c := &cmd{ctx: ctx, sh: s, p: child, name: args[0], dir: dir, env: expand.ListEnviron(),
+		in: stdin, err: stderr}
+	c.out = &cmdWriter{c: c, w: stdout}
+	return b.run(c, args[1:])
+}
