@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 
@@ -108,11 +109,7 @@ func listDir(p *vfs.Proc, dir string) ([]vfs.Dirent, error) {
 }
 
 func sortDirents(ds []vfs.Dirent) {
-	for i := 1; i < len(ds); i++ {
-		for j := i; j > 0 && ds[j].Name < ds[j-1].Name; j-- {
-			ds[j], ds[j-1] = ds[j-1], ds[j]
-		}
-	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i].Name < ds[j].Name })
 }
 
 // extraction is the state of one "iovfs cp": a parallel copy of a tree
@@ -123,15 +120,15 @@ type extraction struct {
 	root    bool
 	stderr  io.Writer
 
-	// mu protects errs and first.
+	// mu protects errs, first and links.
 	mu    sync.Mutex
 	errs  int
 	first map[[2]uint64]string // (dev, ino) of a multiply linked file -> its first host path
+	// links are the hard links to make once every file is written.
+	links [][2]string
 
 	files chan fileJob
 	wg    sync.WaitGroup
-	// links are the hard links to make once every file is written.
-	links [][2]string
 	// dirs are the directories whose times and modes are set last,
 	// deepest first.
 	dirs []dirJob
@@ -139,7 +136,7 @@ type extraction struct {
 
 type fileJob struct {
 	src, dst string
-	st       vfs.Stat
+	st       *vfs.Stat // nil: the worker stats it
 }
 
 type dirJob struct {
@@ -232,12 +229,19 @@ func (x *extraction) walk(src, dst string, st vfs.Stat) {
 		}
 		for _, e := range ents {
 			s := src + "/" + e.Name
+			d := filepath.Join(dst, e.Name)
+			if e.Type == unix.DT_REG {
+				// The workers stat regular files: a lookup in a large
+				// directory is the walk's main cost.
+				x.files <- fileJob{src: s, dst: d}
+				continue
+			}
 			est, err := x.p.Lstat(s)
 			if err != nil {
 				x.fail("%s: %v", s, err)
 				continue
 			}
-			x.walk(s, filepath.Join(dst, e.Name), est)
+			x.walk(s, d, est)
 		}
 	case unix.S_IFLNK:
 		t, err := x.p.Readlink(src)
@@ -251,15 +255,7 @@ func (x *extraction) walk(src, dst string, st vfs.Stat) {
 		}
 		x.attrs(src, dst, st)
 	case unix.S_IFREG:
-		if st.Nlink > 1 {
-			key := [2]uint64{st.Dev, st.Ino}
-			if first, ok := x.first[key]; ok {
-				x.links = append(x.links, [2]string{first, dst})
-				return
-			}
-			x.first[key] = dst
-		}
-		x.files <- fileJob{src, dst, st}
+		x.files <- fileJob{src, dst, &st}
 	default:
 		if !x.archive || !x.root {
 			x.fail("%s: special file not copied (needs -a as root)", src)
@@ -277,6 +273,28 @@ func (x *extraction) walk(src, dst string, st vfs.Stat) {
 // holes of the source stay holes (the ext4 driver has no SEEK_DATA, so
 // this is cp --sparse=auto's rule), then sets its size and attributes.
 func (x *extraction) copyFile(j fileJob, buf []byte) {
+	if j.st == nil {
+		st, err := x.p.Lstat(j.src)
+		if err != nil {
+			x.fail("%s: %v", j.src, err)
+			return
+		}
+		j.st = &st
+	}
+	if j.st.Nlink > 1 {
+		key := [2]uint64{j.st.Dev, j.st.Ino}
+		x.mu.Lock()
+		first, ok := x.first[key]
+		if ok {
+			x.links = append(x.links, [2]string{first, j.dst})
+		} else {
+			x.first[key] = j.dst
+		}
+		x.mu.Unlock()
+		if ok {
+			return
+		}
+	}
 	fd, err := x.p.Open(j.src, unix.O_RDONLY, 0)
 	if err != nil {
 		x.fail("%s: %v", j.src, err)
@@ -329,7 +347,7 @@ func (x *extraction) copyFile(j fileJob, buf []byte) {
 		}
 	}
 	out.Close()
-	x.attrs(j.src, j.dst, j.st)
+	x.attrs(j.src, j.dst, *j.st)
 }
 
 func allZero(b []byte) bool {
