@@ -77,10 +77,12 @@ type Pipe struct {
 	// rdWait and wrWait are waited on by blocked reads and writes,
 	// partner by FIFO opens waiting for the other end.
 	rdWait, wrWait, partner sync.Cond
-	// notify, if set, is called whenever readiness may have changed
-	// (bytes became readable, room became writable, an end went away, the
-	// size changed), after the change, with or without mu held. It must
-	// not block or take mu.
+
+	// notify is set before the pipe is shared and only read afterwards.
+	// If not nil it is called whenever readiness may have changed (bytes
+	// became readable, room became writable, an end went away, the size
+	// changed), after the change, with or without mu held. It must not
+	// block or take mu.
 	notify func()
 }
 

@@ -73,6 +73,12 @@ func (p *Proc) Fcntl(fd, cmd, arg int) (int, error) {
 		return -1, unix.EFAULT
 	}
 	if c, ok := f.h.(Fcntler); ok {
+		// The driver's command may wait or resize state a concurrent
+		// close would release: hold the file for the call, as fdget does.
+		if !f.tryRef() {
+			return -1, errEBADF
+		}
+		defer f.release()
 		return c.Fcntl(p, cmd, arg)
 	}
 	if cmd == unix.F_GETPIPE_SZ || cmd == unix.F_SETPIPE_SZ {

@@ -1,7 +1,5 @@
 package vfs
 
-import "github.com/iovfs/iovfs/iov"
-
 // Calls on files whose driver may block (fmHold: the handle is a Poller)
 // take a descriptor reference for their whole duration, as Linux's fdget
 // does when the fd table is shared. Without it a close from another
@@ -13,6 +11,8 @@ import "github.com/iovfs/iovfs/iov"
 // Each function is the body of the matching call, between tryRef and
 // release. A failed tryRef means a concurrent close released the file
 // after the table lookup: the call sees EBADF, as it would a moment later.
+
+import "github.com/iovfs/iovfs/iov"
 
 func (f *file) heldRead(b []byte) (int, error) {
 	if !f.tryRef() {

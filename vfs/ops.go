@@ -405,9 +405,12 @@ type Mknoder interface {
 // once a queue has held as many waiters before.
 //
 // Because a Poller's calls may block, the VFS holds a reference to the
-// open file for the duration of every read and write on it, as Linux's
-// fdget does for a shared table: a Release that a concurrent close
-// triggers runs after the calls in progress return, not under them.
+// open file for the duration of each read and write at the file position
+// (read, readv, write, writev, preadv2 and pwritev2 at offset -1), as
+// Linux's fdget does for a shared table: a Release that a concurrent close
+// triggers runs after those calls return, not under them. (Positioned
+// calls do not hold one yet; pipes, the only Pollers so far, refuse them
+// with ESPIPE.)
 type Poller interface {
 	Poll(events uint32, w *PollWaiter) uint32
 }

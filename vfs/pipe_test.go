@@ -317,7 +317,7 @@ func TestPipePacketMode(t *testing.T) {
 func TestPipeSetSize(t *testing.T) {
 	p := newPipeProc(t)
 	r, w := pipe2(t, p, unix.O_NONBLOCK)
-	if n, err := vfs.PipeFcntl(p, r, unix.F_GETPIPE_SZ, 0); n != 65536 || err != nil {
+	if n, err := p.Fcntl(r, unix.F_GETPIPE_SZ, 0); n != 65536 || err != nil {
 		t.Fatalf("F_GETPIPE_SZ = %d, %v", n, err)
 	}
 	for _, c := range []struct {
@@ -327,26 +327,26 @@ func TestPipeSetSize(t *testing.T) {
 		{0, 4096, nil}, {1, 4096, nil}, {4097, 8192, nil}, {100000, 131072, nil},
 		{-1, 0, syscall.EINVAL}, {1<<31 + 1, 0, syscall.EINVAL},
 	} {
-		if n, err := vfs.PipeFcntl(p, w, unix.F_SETPIPE_SZ, c.arg); n != c.want || err != c.err {
+		if n, err := p.Fcntl(w, unix.F_SETPIPE_SZ, c.arg); n != c.want || err != c.err {
 			t.Errorf("F_SETPIPE_SZ %d = %d, %v; want %d, %v", c.arg, n, err, c.want, c.err)
 		}
 	}
 	restore := vfs.SetPipeCapable(false)
-	if _, err := vfs.PipeFcntl(p, w, unix.F_SETPIPE_SZ, 1<<20+1); err != syscall.EPERM {
+	if _, err := p.Fcntl(w, unix.F_SETPIPE_SZ, 1<<20+1); err != syscall.EPERM {
 		t.Errorf("unprivileged F_SETPIPE_SZ past 1 MiB: %v, want EPERM", err)
 	}
 	restore()
-	if n, err := vfs.PipeFcntl(p, w, unix.F_SETPIPE_SZ, 1<<21); n != 1<<21 || err != nil {
+	if n, err := p.Fcntl(w, unix.F_SETPIPE_SZ, 1<<21); n != 1<<21 || err != nil {
 		t.Errorf("privileged F_SETPIPE_SZ 2 MiB = %d, %v", n, err)
 	}
-	vfs.PipeFcntl(p, w, unix.F_SETPIPE_SZ, 65536)
+	p.Fcntl(w, unix.F_SETPIPE_SZ, 65536)
 	for range 3 {
 		p.Write(w, make([]byte, 4096))
 	}
-	if _, err := vfs.PipeFcntl(p, w, unix.F_SETPIPE_SZ, 8192); err != syscall.EBUSY {
+	if _, err := p.Fcntl(w, unix.F_SETPIPE_SZ, 8192); err != syscall.EBUSY {
 		t.Errorf("shrinking below the buffers in use: %v, want EBUSY", err)
 	}
-	if n, err := vfs.PipeFcntl(p, w, unix.F_SETPIPE_SZ, 16384); n != 16384 || err != nil {
+	if n, err := p.Fcntl(w, unix.F_SETPIPE_SZ, 16384); n != 16384 || err != nil {
 		t.Errorf("shrinking to 4 pages with 3 in use = %d, %v", n, err)
 	}
 	b := make([]byte, 4096)
@@ -355,7 +355,7 @@ func TestPipeSetSize(t *testing.T) {
 			t.Fatalf("read %d after resize = %d", i, n)
 		}
 	}
-	if _, err := vfs.PipeFcntl(p, w, unix.F_GETFL+1000, 0); err != syscall.EINVAL {
+	if _, err := p.Fcntl(w, unix.F_GETFL+1000, 0); err != syscall.EINVAL {
 		t.Errorf("unknown command: %v", err)
 	}
 	p.Close(r)
@@ -545,4 +545,75 @@ func TestPollTimeouts(t *testing.T) {
 		t.Fatalf("Ppoll woken by the close = %d, %v, revents %#x; want POLLHUP", res.n, res.err, fds[0].Revents)
 	}
 	p.Close(r)
+}
+
+// TestPipeManyReadersWriters has several blocked readers and writers on
+// one pipe at once: no wake-up may be lost (the test would hang), every
+// byte written is read once, and the last writer's close ends every read.
+func TestPipeManyReadersWriters(t *testing.T) {
+	checkGoroutines(t)
+	p := newPipeProc(t)
+	r, w := pipe2(t, p, 0)
+	const writers, readers = 4, 4
+	per := 2000
+	if raceEnabled {
+		per = 200
+	}
+	var wsum, rsum [writers + readers]uint64
+	var wn, rn [writers + readers]int
+	done := make(chan int, writers+readers)
+	for i := range writers {
+		go func() {
+			buf := make([]byte, 9000)
+			for j := range per {
+				n := 1 + (i*7919+j*104729)%len(buf)
+				for k := range n {
+					buf[k] = byte(i + j + k)
+					wsum[i] += uint64(buf[k])
+				}
+				if m, err := p.Write(w, buf[:n]); m != n || err != nil {
+					t.Errorf("write = %d, %v; want %d", m, err, n)
+					break
+				}
+				wn[i] += n
+			}
+			done <- i
+		}()
+	}
+	for i := range readers {
+		go func() {
+			buf := make([]byte, 1+i*3000)
+			for {
+				n, err := p.Read(r, buf)
+				if err != nil {
+					t.Errorf("read: %v", err)
+					break
+				}
+				if n == 0 {
+					break
+				}
+				for _, c := range buf[:n] {
+					rsum[i] += uint64(c)
+				}
+				rn[i] += n
+			}
+			done <- writers + i
+		}()
+	}
+	for range writers {
+		<-done
+	}
+	p.Close(w) // the only write descriptor: every reader now sees the end
+	for range readers {
+		<-done
+	}
+	p.Close(r)
+	var tw, tr int
+	var sw, sr uint64
+	for i := range wn {
+		tw, tr, sw, sr = tw+wn[i], tr+rn[i], sw+wsum[i], sr+rsum[i]
+	}
+	if tw != tr || sw != sr {
+		t.Fatalf("written %d bytes (sum %d), read %d (sum %d)", tw, sw, tr, sr)
+	}
 }
