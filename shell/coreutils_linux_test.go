@@ -42,6 +42,7 @@ var coreutilsCases = []struct{ name, script string }{
 	{"mkfifo", `mkfifo p; touch -d '2024-01-01 00:00:00' p; ls -l p; mkfifo p; echo $?`},
 	{"status-codes", `true; echo $?; false; echo $?; ls nope 2>/dev/null; echo $?; ! true; echo $?; if cat nope 2>/dev/null; then echo yes; else echo no $?; fi`},
 	{"redirections", "echo one > f; echo two >> f; cat < f; cat f 2>&1 >/dev/null; cat nope 2> e; cat e; { echo a; echo b >&2; } > o 2>&1; cat o; cat <<EOF\nhere $((1+2))\nEOF\n"},
+	{"pipelines", `printf 'b\na\nc\n' > f; cat f | head -n 2 | tail -n 1; cat f | wc -l; ls | cat; false | true; echo $?; true | false; echo $?; cat nope | wc -c; echo $?; head -c 100000 /dev/zero | cat | cat | wc -c; cat f | while read l; do echo "[$l]"; done; x=$(cat f | head -n 1); echo $x; echo a |& cat; ls nope |& cat; cat /dev/zero | head -c 3 | xxd`},
 	{"control-flow", `for i in 1 2 3; do echo $i; done; n=0; while [ $n -lt 3 ]; do n=$((n+1)); done; echo $n; case x.go in *.go) echo go;; *) echo other;; esac; f() { echo "f $1"; return 3; }; f z; echo $?`},
 }
 

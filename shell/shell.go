@@ -22,6 +22,7 @@ import (
 
 	"github.com/iovfs/iovfs/fs/devfs"
 	"github.com/iovfs/iovfs/vfs"
+	"golang.org/x/sys/unix"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
@@ -146,6 +147,22 @@ func New(p *vfs.Proc, o Options) (*Shell, error) {
 	}
 	if st, err := p.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("iovfs sh: %s: not a directory in the namespace", dir)
+	}
+	// Descriptors 0, 1 and 2 of a process are taken, as init's are: a
+	// free one would be handed out by Pipe2 or Open and then closed
+	// under the command that owns it. Free ones get /dev/null.
+	for fd := 0; fd <= 2; fd++ {
+		if _, err := p.Fstat(fd); err == nil {
+			continue
+		}
+		nfd, err := p.Open("/dev/null", unix.O_RDWR, 0)
+		if err != nil {
+			return nil, fmt.Errorf("iovfs sh: /dev/null: %w", err)
+		}
+		if nfd != fd {
+			p.Dup2(nfd, fd)
+			p.Close(nfd)
+		}
 	}
 	s.runner = r
 	return s, nil
