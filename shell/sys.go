@@ -21,6 +21,7 @@ func init() {
 	register(&builtin{name: "mkrd", summary: "make a RAM disk: mkrd [-m MINOR] [-s SECTSIZE] NSECTORS", run: runMkrd})
 	register(&builtin{name: "env", summary: "print the exported environment", run: runEnv})
 	register(&builtin{name: "id", summary: "print user and group ids", run: runId})
+	register(&builtin{name: "sync", summary: "flush files (fsync) or, without operands, every mount", run: runSync})
 	register(&builtin{name: "bench", summary: "run iovfs bench experiments (bench --help)", run: runBench})
 }
 
@@ -554,4 +555,34 @@ func runBench(c *cmd, args []string) int {
 		return 1
 	}
 	return c.sh.bench(c.ctx, args, c.out, c.err)
+}
+
+// runSync fsyncs each operand; without operands, the root of every mount,
+// which flushes what a file system keeps for the mount (a loop device's
+// backing file), as sync(2) flushes every file system.
+func runSync(c *cmd, args []string) int {
+	_, ops, bad := getopt(args, "df", map[string]string{"data": "d", "file-system": "f"})
+	if bad != "" {
+		return c.usage("%s", bad)
+	}
+	quiet := len(ops) == 0
+	if quiet {
+		for _, m := range c.p.Namespace().Mounts() {
+			ops = append(ops, m.Target)
+		}
+	}
+	status := 0
+	for _, op := range ops {
+		fd, err := c.p.Open(op, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+		if err == nil {
+			c.sh.track(fd)
+			err = c.p.Fsync(fd)
+			c.p.Close(fd)
+		}
+		if err != nil && !quiet {
+			c.errorf("error opening %s: %s", quote(op), errText(err))
+			status = 1
+		}
+	}
+	return status
 }
