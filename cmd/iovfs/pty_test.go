@@ -95,14 +95,11 @@ func TestInteractivePty(t *testing.T) {
 		}
 	}()
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	waited := make(chan struct{})
+	go func() { exited <- cmd.Wait(); close(waited) }()
 	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
-		}
+		cmd.Process.Kill()
+		<-waited
 	})
 
 	tm.expect("iovfs:/# ")
