@@ -126,3 +126,27 @@ func errShape(s string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestDfDifferential compares df on a 64 MiB tmpfs with some data in it;
+// the mount point differs by design, so the last column is left out.
+func TestDfDifferential(t *testing.T) {
+	testenv.RequireRoot(t, "mounts a private tmpfs for the host side")
+	script := `head -c 3000000 /dev/zero > f; mkdir d; df .; df -h .; df -h nope; echo $?`
+	hout, herr, hst, iout, ierr, ist := runBoth(t, script)
+	strip := func(s string) string {
+		var out []string
+		for _, l := range strings.Split(s, "\n") {
+			if i := strings.LastIndexByte(l, ' '); i > 0 {
+				l = l[:i]
+			}
+			out = append(out, l)
+		}
+		return strings.Join(out, "\n")
+	}
+	if strip(hout) != strip(iout) {
+		t.Errorf("stdout differs\n--- host\n%s--- iovfs\n%s", hout, iout)
+	}
+	if herr != ierr || hst != ist {
+		t.Errorf("stderr/status differ\n--- host (%d)\n%s--- iovfs (%d)\n%s", hst, herr, ist, ierr)
+	}
+}
