@@ -13,11 +13,12 @@ import (
 )
 
 func init() {
-	register(&builtin{name: "ls", summary: "list directory contents (-l -a -A -i -h -R -1 -d)", run: runLs, usageStatus: 2})
+	register(&builtin{name: "ls", summary: "list directory contents (-l -a -A -i -h -R -1 -d -n)", run: runLs, usageStatus: 2})
 }
 
 type lsOpts struct {
 	long, all, almost, inode, human, recursive, dirs bool
+	numeric                                          bool // -n: ids as numbers
 	now                                              time.Time
 }
 
@@ -28,12 +29,12 @@ type lsEntry struct {
 }
 
 func runLs(c *cmd, args []string) int {
-	opts, ops, bad := getopt(args, "laAihR1d", map[string]string{"all": "a", "almost-all": "A",
+	opts, ops, bad := getopt(args, "laAihR1dn", map[string]string{"all": "a", "almost-all": "A",
 		"inode": "i", "human-readable": "h", "recursive": "R", "directory": "d"})
 	if bad != "" {
 		return c.usage("%s", bad)
 	}
-	o := lsOpts{long: has(opts, "l"), all: has(opts, "a"), almost: has(opts, "A"),
+	o := lsOpts{long: has(opts, "l") || has(opts, "n"), numeric: has(opts, "n"), all: has(opts, "a"), almost: has(opts, "A"),
 		inode: has(opts, "i"), human: has(opts, "h"), recursive: has(opts, "R"),
 		dirs: has(opts, "d"), now: time.Now()}
 	if len(ops) == 0 {
@@ -177,9 +178,12 @@ func (c *cmd) lsPrint(o lsOpts, es []lsEntry, total bool, extra []lsEntry) {
 		if t := e.st.Mode & unix.S_IFMT; t == unix.S_IFCHR || t == unix.S_IFBLK {
 			size = fmt.Sprintf("%d, %d", unix.Major(e.st.Rdev), unix.Minor(e.st.Rdev))
 		}
+		owner, group := strconv.FormatUint(uint64(e.st.Uid), 10), strconv.FormatUint(uint64(e.st.Gid), 10)
+		if !o.numeric {
+			owner, group = userName(c.p, e.st.Uid), groupName(c.p, e.st.Gid)
+		}
 		r := []string{strconv.FormatUint(e.st.Ino, 10), modeString(e.st.Mode),
-			strconv.FormatUint(e.st.Nlink, 10), userName(c.p, e.st.Uid),
-			groupName(c.p, e.st.Gid), size, lsTime(e.st.Mtime, o.now)}
+			strconv.FormatUint(e.st.Nlink, 10), owner, group, size, lsTime(e.st.Mtime, o.now)}
 		for j, f := range r {
 			w[j] = max(w[j], len(f))
 		}

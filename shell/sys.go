@@ -290,19 +290,15 @@ func cstr(b []byte) string {
 	return string(b)
 }
 
-// loopDevices lists /dev/loopN names in number order.
+// loopDevices lists the /dev/loopN that exist, in number order. It
+// probes the names rather than listing /dev, which devfs does not do.
 func (c *cmd) loopDevices() []string {
-	ents, _ := readDirents(c.p, "/dev")
-	var nums []int
-	for _, d := range ents {
-		if n, err := strconv.Atoi(strings.TrimPrefix(d.Name, "loop")); err == nil && strings.HasPrefix(d.Name, "loop") {
-			nums = append(nums, n)
+	var out []string
+	for n := 0; n < 256; n++ {
+		name := fmt.Sprintf("/dev/loop%d", n)
+		if _, err := c.p.Stat(name); err == nil {
+			out = append(out, name)
 		}
-	}
-	sort.Ints(nums)
-	out := make([]string, len(nums))
-	for i, n := range nums {
-		out[i] = fmt.Sprintf("/dev/loop%d", n)
 	}
 	return out
 }
