@@ -111,6 +111,9 @@ type mount struct {
 	// source, fstype and data are Mount's arguments, set once under
 	// Namespace.mu after attach and read under it (Mounts).
 	source, fstype, data string
+	// stFlags are the statfs f_flags the mount(2) flags gave (statfs.go),
+	// with stFlagsSet; 0 for a mount made otherwise (MountFS, the root).
+	stFlags atomic.Uint64
 
 	// openFiles counts the open files on this mount (EBUSY on unmount).
 	openFiles atomic.Int64
@@ -263,7 +266,8 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 		if err != nil {
 			return pathErr("mount", source, err)
 		}
-		p.ns.attach(loc.mnt, loc.node, src.mnt.fs, src.node, readonly || src.mnt.readonly)
+		m := p.ns.attach(loc.mnt, loc.node, src.mnt.fs, src.node, readonly || src.mnt.readonly)
+		m.stFlags.Store(src.mnt.stFlags.Load()) // clone_mnt keeps the source's flags
 		return nil
 	}
 	registry.RLock()
@@ -277,6 +281,7 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 		return pathErr("mount", source, err)
 	}
 	m := p.ns.attach(loc.mnt, loc.node, fs, fs.Root(), readonly)
+	m.stFlags.Store(mountStFlags(flags))
 	p.ns.mu.Lock()
 	m.source, m.fstype, m.data = source, fstype, data
 	p.ns.mu.Unlock()
