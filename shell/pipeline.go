@@ -12,6 +12,14 @@ package shell
 // concurrently and a full pipe blocks its writer (back-pressure). A side
 // ends as a process exits: its descriptors are closed, so the next side
 // reads end of file, and a writer whose reader has gone gets EPIPE.
+//
+// The subshell of each side is made from the runner that runs the
+// enclosing code as far as the shell knows it: the top-level runner or a
+// pipeline side's. Inside "( ... )" or "$( ... )" the interpreter makes
+// runners of its own that a handler cannot see, so a pipeline there sees
+// the variables and functions of the code around the subshell, not those
+// the subshell changed before it. Background jobs are not rewritten (see
+// rewrite).
 
 import (
 	"context"
@@ -60,6 +68,13 @@ func (s *Shell) rewrite(node syntax.Node) {
 		st, ok := n.(*syntax.Stmt)
 		if !ok {
 			return true
+		}
+		if st.Background {
+			// A background job runs while the runner that started it
+			// goes on, and runPipeline would copy that runner's state
+			// (Runner.Subshell) concurrently. Pipelines under "&" keep
+			// the interpreter's own pipes.
+			return false
 		}
 		b, ok := isPipe(st.Cmd)
 		if !ok {

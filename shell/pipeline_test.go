@@ -155,3 +155,13 @@ func TestCommandNotFound(t *testing.T) {
 		t.Fatalf("host program: status %d, stderr %q", st, errs)
 	}
 }
+
+// TestPipelineBackground runs pipelines under "&" (left to the
+// interpreter's own pipes, see rewrite) next to rewritten ones; under
+// -race this would catch a pipeline copying a runner that is running.
+func TestPipelineBackground(t *testing.T) {
+	out, errs, st := run(t, `x=0; { echo bg | cat > /tmp/bg; } & for i in 1 2 3; do x=$((x+i)); echo $x | cat > /dev/null; done; wait; cat /tmp/bg; echo $x`)
+	if st != 0 || out != "bg\n6\n" {
+		t.Fatalf("status %d, stdout %q, stderr %q", st, out, errs)
+	}
+}
