@@ -54,7 +54,7 @@ func Builtins() []string {
 }
 
 // interpBuiltins are the interpreter's builtins that the help lists.
-var interpBuiltins = []string{"cd", "pwd", "echo", "printf", "export", "exit",
+var interpBuiltins = []string{"cd", "echo", "printf", "export", "exit",
 	"true", "false", "test", "[", "read", "set", "shift", "unset", "source", ".",
 	"eval", "type", "wait", "umask", "break", "continue", "return", "local", "alias"}
 
@@ -88,10 +88,11 @@ type cmd struct {
 	sigpipe bool
 }
 
-const (
-	pipeCmd = "__iovfs_pipeline"
-	helpCmd = "__iovfs_help"
-)
+const pipeCmd = "__iovfs_pipeline"
+
+// overridden maps the interpreter builtins that the shell replaces to the
+// hidden names its call handler gives them, so the exec handler gets them.
+var overridden = map[string]string{"help": "__iovfs_help", "pwd": "__iovfs_pwd"}
 
 // exec is the interpreter's exec handler: it runs builtins and the
 // rewritten pipelines, and refuses everything else.
@@ -100,8 +101,10 @@ func (s *Shell) exec(ctx context.Context, args []string) error {
 	if args[0] == pipeCmd && len(args) == 2 {
 		return s.runPipeline(ctx, hc, args[1])
 	}
-	if args[0] == helpCmd {
-		args[0] = "help"
+	for name, hidden := range overridden {
+		if args[0] == hidden {
+			args[0] = name
+		}
 	}
 	b := builtins[args[0]]
 	if b == nil {
@@ -277,6 +280,34 @@ func last(opts map[string][]string, f string) string {
 
 func init() {
 	register(&builtin{name: "help", summary: "list the commands, each with one line", run: runHelp})
+	register(&builtin{name: "pwd", summary: "print the current directory (-L, -P)", run: runPwd})
+}
+
+func runPwd(c *cmd, args []string) int {
+	physical := false
+	for _, a := range args {
+		switch a {
+		case "-L":
+			physical = false
+		case "-P":
+			physical = true
+		default:
+			c.errorf("%s: invalid option", a)
+			fmt.Fprintln(c.err, "pwd: usage: pwd [-LP]")
+			return 2
+		}
+	}
+	dir := c.dir
+	if physical {
+		d, err := c.canonicalize(dir)
+		if err != nil {
+			c.errorf("error retrieving current directory: %s", errText(err))
+			return 1
+		}
+		dir = d
+	}
+	fmt.Fprintln(c.out, dir)
+	return 0
 }
 
 func runHelp(c *cmd, args []string) int {

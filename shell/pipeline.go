@@ -18,7 +18,8 @@ package shell
 // pipeline side's. Inside "( ... )" or "$( ... )" the interpreter makes
 // runners of its own that a handler cannot see, so a pipeline there sees
 // the variables and functions of the code around the subshell, not those
-// the subshell changed before it. Background jobs are not rewritten (see
+// the subshell changed before it (its directory is right: HandlerContext
+// has it). Background jobs are not rewritten (see
 // rewrite).
 
 import (
@@ -161,6 +162,9 @@ func (s *Shell) runPipeline(ctx context.Context, hc interp.HandlerContext, id st
 			c.Close(p.w)
 		}
 		subs[i] = runner.Subshell()
+		// The directory is the running code's own, even inside a
+		// subshell the handler cannot see: "(cd d; ls | wc -l)".
+		subs[i].Dir = hc.Dir
 	}
 	for _, p := range pipes {
 		parent.Close(p.r)

@@ -165,3 +165,10 @@ func TestPipelineBackground(t *testing.T) {
 		t.Fatalf("status %d, stdout %q, stderr %q", st, out, errs)
 	}
 }
+
+func TestPipelineInSubshell(t *testing.T) {
+	out, errs, st := run(t, `mkdir -p /tmp/d/e; touch /tmp/d/f; (cd /tmp/d && ls | wc -l); n=$(cd /tmp/d/e; pwd | cat); echo $n; pwd`)
+	if st != 0 || out != "2\n/tmp/d/e\n/\n" {
+		t.Fatalf("status %d, stdout %q, stderr %q", st, out, errs)
+	}
+}

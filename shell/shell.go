@@ -128,10 +128,13 @@ func New(p *vfs.Proc, o Options) (*Shell, error) {
 		interp.ReadDirHandler2(s.readDir),
 		interp.AccessHandler(s.access),
 		interp.CallHandler(func(ctx context.Context, args []string) ([]string, error) {
-			// The interpreter's own help would answer first; the
-			// shell's lists the builtins written here too.
-			if args[0] == "help" {
-				args[0] = helpCmd
+			// The interpreter's own help and pwd would answer first.
+			// The shell's help lists the builtins written here too;
+			// its pwd prints the running code's directory (the
+			// interpreter's reads $PWD, and -P resolves symlinks on
+			// the host).
+			if hidden, ok := overridden[args[0]]; ok {
+				args[0] = hidden
 			}
 			return args, nil
 		}),
