@@ -148,3 +148,47 @@ func TestHostfsInOut(t *testing.T) {
 		t.Errorf("host file: %q, %v", b, err)
 	}
 }
+
+// TestCpKeeps: cp keeps holes (SEEK_DATA/SEEK_HOLE), -p keeps mode and
+// times, -a also xattrs and hard links inside the tree.
+func TestCpKeeps(t *testing.T) {
+	p, err := iovfs.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	sh, _ := New(p, Options{Stdout: &out, Stderr: &errb})
+	if st := sh.RunScript(context.Background(), strings.NewReader(`mkdir /tmp/a; truncate -s 64M /tmp/a/sparse; echo tail >> /tmp/a/sparse
+printf x | dd of=/tmp/a/sparse bs=1 seek=1000000 conv=notrunc status=none
+echo v > /tmp/a/f; chmod 640 /tmp/a/f; touch -d '2001-02-03 04:05:06' /tmp/a/f; ln /tmp/a/f /tmp/a/g`), ""); st != 0 {
+		t.Fatalf("setup: %d %s", st, errb.String())
+	}
+	if err := p.Setxattr("/tmp/a/f", "user.k", []byte("val"), 0); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	st := sh.RunScript(context.Background(), strings.NewReader(`cp /tmp/a/sparse /tmp/s; cmp_size=$(wc -c < /tmp/s); echo $cmp_size
+du -s /tmp/s; cp -p /tmp/a/f /tmp/p; ls -l /tmp/p; cp -a /tmp/a /tmp/b; ls -l /tmp/b/f /tmp/b/g; cp /tmp/a/f /tmp/n; ls -l /tmp/n | head -c 10; echo`), "")
+	if st != 0 {
+		t.Fatalf("status %d, stderr %s", st, errb.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	want := []string{"67108869", "8\t/tmp/s", "-rw-r----- 1 root root 2 Feb  3  2001 /tmp/p",
+		"-rw-r----- 2 root root 2 Feb  3  2001 /tmp/b/f", "-rw-r----- 2 root root 2 Feb  3  2001 /tmp/b/g", "-rw-r-----"}
+	for i, w := range want {
+		if i >= len(lines) || lines[i] != w {
+			t.Errorf("line %d: %q, want %q\n%s", i, lines[min(i, len(lines)-1)], w, out.String())
+		}
+	}
+	if v, err := p.Getxattr("/tmp/b/f", "user.k"); err != nil || string(v) != "val" {
+		t.Errorf("cp -a xattr: %q, %v", v, err)
+	}
+	if _, err := p.Getxattr("/tmp/p", "user.k"); err == nil {
+		t.Errorf("cp -p copied an xattr")
+	}
+	sa, _ := p.Stat("/tmp/a/sparse")
+	ss, _ := p.Stat("/tmp/s")
+	if ss.Blocks > sa.Blocks {
+		t.Errorf("copy has %d blocks, source %d: holes filled", ss.Blocks, sa.Blocks)
+	}
+}

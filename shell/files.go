@@ -37,6 +37,7 @@ func isDirPath(p *vfs.Proc, name string) bool {
 // cpState carries cp's options and the hard links seen under -a.
 type cpState struct {
 	recursive, preserve, links, noDeref bool
+	xattrs                              bool // -a
 	// inodes maps a source (dev, ino) with several links to the first
 	// destination it was copied to.
 	inodes map[[2]uint64]string
@@ -47,7 +48,7 @@ func runCp(c *cmd, args []string) int {
 	if bad != "" {
 		return c.usage("%s", bad)
 	}
-	s := &cpState{recursive: has(opts, "r") || has(opts, "R") || has(opts, "a"),
+	s := &cpState{recursive: has(opts, "r") || has(opts, "R") || has(opts, "a"), xattrs: has(opts, "a"),
 		preserve: has(opts, "a") || has(opts, "p"), links: has(opts, "a") || has(opts, "d"),
 		inodes: map[[2]uint64]string{}}
 	s.noDeref = s.links || s.recursive
@@ -115,7 +116,7 @@ func (c *cmd) cpOne(s *cpState, src, dst string, top bool) error {
 				first = err
 			}
 		}
-		c.cpAttrs(s, dst, st, true)
+		c.cpAttrs(s, src, dst, st, true)
 		return first
 	case unix.S_IFLNK:
 		t, err := c.p.Readlink(src)
@@ -136,7 +137,7 @@ func (c *cmd) cpOne(s *cpState, src, dst string, top bool) error {
 			c.errorf("cannot create special file %s: %s", quote(dst), errText(err))
 			return err
 		}
-		c.cpAttrs(s, dst, st, false)
+		c.cpAttrs(s, src, dst, st, false)
 		return nil
 	}
 	key := [2]uint64{st.Dev, st.Ino}
@@ -153,7 +154,7 @@ func (c *cmd) cpOne(s *cpState, src, dst string, top bool) error {
 	if err := c.copyFile(src, dst, st); err != nil {
 		return err
 	}
-	c.cpAttrs(s, dst, st, false)
+	c.cpAttrs(s, src, dst, st, false)
 	return nil
 }
 
@@ -216,7 +217,10 @@ func (c *cmd) copyFile(src, dst string, st vfs.Stat) error {
 	return nil
 }
 
-func (c *cmd) cpAttrs(s *cpState, dst string, st vfs.Stat, dir bool) {
+func (c *cmd) cpAttrs(s *cpState, src, dst string, st vfs.Stat, dir bool) {
+	if s.xattrs {
+		c.cpXattrs(src, dst)
+	}
 	if !s.preserve {
 		if dir {
 			c.p.Chmod(dst, st.Mode&0o777&^c.umask())
@@ -226,9 +230,27 @@ func (c *cmd) cpAttrs(s *cpState, dst string, st vfs.Stat, dir bool) {
 	c.p.Lchown(dst, st.Uid, st.Gid)
 	c.p.Chmod(dst, st.Mode&0o7777)
 	c.p.Utimes(dst, st.Atime, st.Mtime)
-	if names, err := c.p.Listxattr(dst); err == nil && names != nil {
-		_ = names
+}
+
+// cpXattrs copies the extended attributes of src to dst (cp -a's
+// --preserve=xattr); a file system without them is not an error, as GNU
+// cp is quiet about ENOTSUP.
+func (c *cmd) cpXattrs(src, dst string) error {
+	names, err := c.p.Llistxattr(src)
+	if err != nil {
+		return nil
 	}
+	for _, n := range names {
+		v, err := c.p.Lgetxattr(src, n)
+		if err != nil {
+			continue
+		}
+		if err := c.p.Lsetxattr(dst, n, v, 0); err != nil && !isErrno(err, syscall.EOPNOTSUPP) {
+			c.errorf("setting attribute %s for %s: %s", quote(n), quote(dst), errText(err))
+			return err
+		}
+	}
+	return nil
 }
 
 // umask reads the process's umask without changing it.
@@ -269,7 +291,7 @@ func runMv(c *cmd, args []string) int {
 		}
 		if err := c.p.Rename(src, to); err != nil {
 			if isErrno(err, syscall.EXDEV) {
-				s := &cpState{recursive: true, preserve: true, links: true, noDeref: true, inodes: map[[2]uint64]string{}}
+				s := &cpState{recursive: true, preserve: true, links: true, noDeref: true, xattrs: true, inodes: map[[2]uint64]string{}}
 				if c.cpOne(s, src, to, true) == nil && c.rmTree(src, true) == nil {
 					continue
 				}
