@@ -83,6 +83,9 @@ type cmd struct {
 	in   io.Reader
 	out  io.Writer
 	err  io.Writer
+	// rawOut is the interpreter's standard output, unwrapped (ls asks
+	// whether it is a terminal).
+	rawOut io.Writer
 	// sigpipe is set when a write found the reading end of a pipe
 	// closed; the command then ends with 141, as one killed by SIGPIPE.
 	sigpipe bool
@@ -131,6 +134,7 @@ func (s *Shell) exec(ctx context.Context, args []string) error {
 		// descriptor 0, the read end of an iovfs pipe in a pipeline.
 		c.in = p.NewFile(0, "standard input")
 	}
+	c.rawOut = c.out
 	c.out = &cmdWriter{c: c, w: c.out}
 	st := b.run(c, args[1:])
 	if c.sigpipe && st == 0 {

@@ -8,7 +8,12 @@ package shell
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -148,5 +153,34 @@ func TestDfDifferential(t *testing.T) {
 	}
 	if herr != ierr || hst != ist {
 		t.Errorf("stderr/status differ\n--- host (%d)\n%s--- iovfs (%d)\n%s", hst, herr, ist, ierr)
+	}
+}
+
+// TestLsColumns compares ls's terminal layout with GNU ls -C at three
+// widths over the same names.
+func TestLsColumns(t *testing.T) {
+	dir := t.TempDir()
+	var names []string
+	for i := range 37 {
+		n := fmt.Sprintf("name-%d%s", i, strings.Repeat("x", i%9))
+		names = append(names, n)
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sort.Strings(names)
+	for _, width := range []int{40, 80, 132} {
+		cmd := exec.Command("ls", "-C", "-T", "0", "-w", strconv.Itoa(width)) // spaces, not tabs
+		cmd.Dir = dir
+		cmd.Env = []string{"LC_ALL=C"}
+		want, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		printColumns(&got, names, width)
+		if got.String() != string(want) {
+			t.Errorf("width %d:\n--- GNU ls -C\n%s--- iovfs\n%s", width, want, got.String())
+		}
 	}
 }

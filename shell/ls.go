@@ -2,6 +2,8 @@ package shell
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"path"
 	"sort"
 	"strconv"
@@ -19,6 +21,7 @@ func init() {
 type lsOpts struct {
 	long, all, almost, inode, human, recursive, dirs bool
 	numeric                                          bool // -n: ids as numbers
+	one                                              bool // -1
 	now                                              time.Time
 }
 
@@ -34,7 +37,7 @@ func runLs(c *cmd, args []string) int {
 	if bad != "" {
 		return c.usage("%s", bad)
 	}
-	o := lsOpts{long: has(opts, "l") || has(opts, "n"), numeric: has(opts, "n"), all: has(opts, "a"), almost: has(opts, "A"),
+	o := lsOpts{long: has(opts, "l") || has(opts, "n"), numeric: has(opts, "n"), one: has(opts, "1"), all: has(opts, "a"), almost: has(opts, "A"),
 		inode: has(opts, "i"), human: has(opts, "h"), recursive: has(opts, "R"),
 		dirs: has(opts, "d"), now: time.Now()}
 	if len(ops) == 0 {
@@ -158,11 +161,19 @@ func (c *cmd) lsDir(o lsOpts, dir string, header bool) int {
 // operand, the directories listed after them included: extra are those.
 func (c *cmd) lsPrint(o lsOpts, es []lsEntry, total bool, extra []lsEntry) {
 	if !o.long {
-		for _, e := range es {
+		names := make([]string, len(es))
+		for i, e := range es {
+			names[i] = e.name
 			if o.inode {
-				fmt.Fprintf(c.out, "%d ", e.st.Ino)
+				names[i] = fmt.Sprintf("%d %s", e.st.Ino, e.name)
 			}
-			fmt.Fprintln(c.out, e.name)
+		}
+		if width := c.termWidth(); width > 0 && !o.one {
+			printColumns(c.out, names, width)
+			return
+		}
+		for _, n := range names {
+			fmt.Fprintln(c.out, n)
 		}
 		return
 	}
@@ -223,4 +234,60 @@ func lsTime(t, now time.Time) string {
 		return t.Format("Jan _2 15:04")
 	}
 	return t.Format("Jan _2  2006")
+}
+
+// termWidth is the width of the terminal standard output is, or 0 when it
+// is not one (then ls prints one name per line, as GNU's does).
+func (c *cmd) termWidth() int {
+	f, ok := c.rawOut.(*os.File)
+	if !ok || !isTerminal(f) {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil || ws.Col == 0 {
+		return 80
+	}
+	return int(ws.Col)
+}
+
+// printColumns prints names down columns, as many as fit in width with
+// two spaces between them (GNU ls -C).
+func printColumns(w io.Writer, names []string, width int) {
+	if len(names) == 0 {
+		return
+	}
+	for cols := len(names); cols >= 1; cols-- {
+		rows := (len(names) + cols - 1) / cols
+		widths := make([]int, cols)
+		total := 0
+		for i, n := range names {
+			col := i / rows
+			widths[col] = max(widths[col], len(n))
+		}
+		for i, cw := range widths {
+			total += cw
+			if i < cols-1 {
+				total += 2
+			}
+		}
+		if total > width && cols > 1 {
+			continue
+		}
+		var b strings.Builder
+		for r := 0; r < rows; r++ {
+			b.Reset()
+			for col := 0; col < cols; col++ {
+				i := col*rows + r
+				if i >= len(names) {
+					break
+				}
+				b.WriteString(names[i])
+				if next := (col+1)*rows + r; next < len(names) {
+					b.WriteString(strings.Repeat(" ", widths[col]-len(names[i])+2))
+				}
+			}
+			fmt.Fprintln(w, b.String())
+		}
+		return
+	}
 }
