@@ -1047,7 +1047,7 @@ func statText(p *vfs.Proc, name string, st vfs.Stat) string {
 		fmt.Fprintf(&b, "Device: %s\tInode: %-11d Links: %d\n", dev, st.Ino, st.Nlink)
 	}
 	fmt.Fprintf(&b, "Access: (%04o/%s)  Uid: (%5d/%8s)   Gid: (%5d/%8s)\n", st.Mode&0o7777, modeString(st.Mode),
-		st.Uid, userName(p, st.Uid), st.Gid, groupName(p, st.Gid))
+		st.Uid, statName(p, "/etc/passwd", st.Uid), st.Gid, statName(p, "/etc/group", st.Gid))
 	tf := "2006-01-02 15:04:05.000000000 -0700"
 	fmt.Fprintf(&b, "Access: %s\nModify: %s\nChange: %s\n Birth: -\n", st.Atime.Local().Format(tf), st.Mtime.Local().Format(tf), st.Ctime.Local().Format(tf))
 	return b.String()

@@ -122,10 +122,10 @@ func (c *cmd) lsDir(o lsOpts, dir string, header bool) int {
 		if strings.HasPrefix(d.Name, ".") && !o.all && !o.almost {
 			continue
 		}
-		p := path.Join(dir, d.Name)
-		if dir == "." {
-			p = d.Name
-		} else if strings.HasSuffix(dir, "/") {
+		// GNU names what it lists under dir as dir + "/" + name,
+		// uncleaned: "ls -R" prints "./d:".
+		p := dir + "/" + d.Name
+		if strings.HasSuffix(dir, "/") {
 			p = dir + d.Name
 		}
 		st, err := c.p.Lstat(p)

@@ -13,20 +13,38 @@ import (
 // or /etc/group (field 1 and 3 of each line), as getpwuid(3) would read
 // them; without an entry, id 0 is "root" and others print as numbers.
 func idName(p *vfs.Proc, file string, id uint32) string {
+	if n, ok := idLookup(p, file, id); ok {
+		return n
+	}
+	if id == 0 {
+		return "root"
+	}
+	return strconv.FormatUint(uint64(id), 10)
+}
+
+// idLookup finds id's name in the namespace's file (field 1 of the line
+// whose field 3 is id); id 0 is "root" without an entry.
+func idLookup(p *vfs.Proc, file string, id uint32) (string, bool) {
 	if f, err := p.OpenFile(file, unix.O_RDONLY, 0); err == nil {
 		defer f.Close()
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
 			fs := strings.Split(sc.Text(), ":")
 			if len(fs) > 2 && fs[2] == strconv.FormatUint(uint64(id), 10) {
-				return fs[0]
+				return fs[0], true
 			}
 		}
 	}
-	if id == 0 {
-		return "root"
+	return "root", id == 0
+}
+
+// statName is stat's %U and %G: the name, or UNKNOWN, as GNU stat prints
+// an id without one.
+func statName(p *vfs.Proc, file string, id uint32) string {
+	if n, ok := idLookup(p, file, id); ok {
+		return n
 	}
-	return strconv.FormatUint(uint64(id), 10)
+	return "UNKNOWN"
 }
 
 func userName(p *vfs.Proc, uid uint32) string  { return idName(p, "/etc/passwd", uid) }

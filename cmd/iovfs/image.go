@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -109,6 +110,11 @@ func openImage(img, path string) (*vfs.Proc, string, error) {
 	if err := attachImage(p, img, imageMount, ""); err != nil {
 		return nil, "", err
 	}
+	// Owners print with the host's names, as the host's ls and stat
+	// would print them: the builtins read /etc/passwd and /etc/group
+	// from the namespace.
+	copyHostFile(p, "/etc/passwd")
+	copyHostFile(p, "/etc/group")
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
 	}
@@ -162,4 +168,22 @@ var imageUsage = map[string]string{
 	"stat": "IMAGE[:PATH]",
 	"tree": "IMAGE[:PATH]",
 	"cp":   "[-r -a] IMAGE:PATH HOSTDEST",
+}
+
+// copyHostFile copies a small host file into the namespace at the same
+// path, if the host has it.
+func copyHostFile(p *vfs.Proc, name string) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return
+	}
+	if mkdirAll(p, path.Dir(name)) != nil {
+		return
+	}
+	f, err := p.OpenFile(name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, 0o644)
+	if err != nil {
+		return
+	}
+	f.Write(b)
+	f.Close()
 }

@@ -454,3 +454,88 @@ func decompress(dir, dst string) (int64, error) {
 	}
 	return 0, syscall.ENOENT
 }
+
+// TestImageToolsDifferential compares iovfs ls -lR and cat on an image
+// with GNU ls and cat on a kernel loop mount of it, and tree's counts.
+func TestImageToolsDifferential(t *testing.T) {
+	testenv.RequireRoot(t, "mounts the image on a host loop device")
+	if _, err := exec.LookPath("mke2fs"); err != nil {
+		testenv.SkipPrivileged(t, "no mke2fs")
+	}
+	src := t.TempDir()
+	makeSource(t, src, 50)
+	img := filepath.Join(t.TempDir(), "img")
+	if out, err := exec.Command("mke2fs", "-q", "-t", "ext4", "-d", src, img, "64M").CombinedOutput(); err != nil {
+		t.Fatalf("mke2fs: %v\n%s", err, out)
+	}
+	kdir, err := kernelMount(t, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := func(dir string, args ...string) string {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Dir = dir
+		cmd.Env = []string{"LC_ALL=C", "TZ=UTC"}
+		out, _ := cmd.Output()
+		return string(out)
+	}
+	iovfs := func(args ...string) (string, string, int) {
+		var o, e bytes.Buffer
+		st := run(args, &o, &e)
+		return o.String(), e.String(), st
+	}
+	t.Setenv("TZ", "UTC")
+	for _, c := range []struct {
+		ours []string
+		gnu  []string
+		dir  string
+	}{
+		{[]string{"ls", "-lR", img}, []string{"ls", "-lR"}, kdir},
+		{[]string{"ls", "-la", img + ":/d"}, []string{"ls", "-la"}, filepath.Join(kdir, "d")},
+		{[]string{"ls", img + ":/many"}, []string{"ls"}, filepath.Join(kdir, "many")},
+		{[]string{"cat", img + ":/d/big"}, []string{"cat", "d/big"}, kdir},
+		{[]string{"cat", img + ":/sparse"}, []string{"cat", "sparse"}, kdir},
+	} {
+		got, errs, st := iovfs(c.ours...)
+		want := host(c.dir, c.gnu...)
+		if st != 0 || got != want {
+			t.Errorf("iovfs %v: status %d, stderr %q\n--- GNU %v\n%.2000s--- iovfs\n%.2000s", c.ours[:len(c.ours)-1], st, errs, c.gnu, want, got)
+		}
+	}
+	out, _, st := iovfs("tree", img)
+	files, dirs := 0, 0
+	filepath.WalkDir(kdir, func(p string, d fs.DirEntry, err error) error {
+		if p == kdir {
+			return nil
+		}
+		if d.IsDir() {
+			dirs++
+		} else {
+			files++
+		}
+		return nil
+	})
+	if want := fmt.Sprintf("\n%d directories, %d files\n", dirs, files); st != 0 || !strings.HasSuffix(out, want) {
+		t.Errorf("tree: status %d, ends %q, want %q", st, out[max(0, len(out)-60):], want)
+	}
+	// stat: the size, blocks, type, mode and owner lines, which do not
+	// depend on the device number.
+	out, _, st = iovfs("stat", img+":/x")
+	want := host(kdir, "stat", "x")
+	wl, gl := strings.Split(want, "\n"), strings.Split(out, "\n")
+	if st != 0 || len(wl) < 4 || len(gl) < 4 || wl[0] != gl[0] || wl[1] != gl[1] || wl[3] != gl[3] {
+		t.Errorf("stat: status %d\n--- GNU\n%s--- iovfs\n%s", st, want, out)
+	}
+	// Errors: a missing path, a corrupt image, a missing image.
+	if _, errs, st := iovfs("cat", img+":/nope"); st != 1 || errs != "cat: nope: No such file or directory\n" {
+		t.Errorf("cat of a missing file: status %d, stderr %q", st, errs)
+	}
+	bad := filepath.Join(t.TempDir(), "bad")
+	os.WriteFile(bad, bytes.Repeat([]byte{0xa5}, 1<<20), 0o644)
+	if _, errs, st := iovfs("ls", bad); st != 1 || !strings.Contains(errs, "ext4") {
+		t.Errorf("corrupt image: status %d, stderr %q", st, errs)
+	}
+	if _, errs, st := iovfs("ls", filepath.Join(t.TempDir(), "none")); st != 1 || !strings.Contains(errs, "no such file") {
+		t.Errorf("missing image: status %d, stderr %q", st, errs)
+	}
+}
