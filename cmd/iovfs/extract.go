@@ -31,8 +31,8 @@ func runBuiltinOn(p *vfs.Proc, name string, flags []string, npath, path string, 
 	return shell.RunCommand(context.Background(), p, imageMount, args, nil, stdout, stderr)
 }
 
-// tree prints the tree under npath as tree(1) does.
-func tree(p *vfs.Proc, npath, path string, stdout, stderr io.Writer) int {
+// printTree prints the tree under npath as tree(1) does.
+func printTree(p *vfs.Proc, npath, path string, stdout, stderr io.Writer) int {
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	name := strings.TrimPrefix(path, "/")

@@ -157,7 +157,7 @@ func runImageTool(name string, args []string, stdout, stderr io.Writer) int {
 		return extract(p, npath, operands[1], flags, stderr)
 	}
 	if name == "tree" {
-		return tree(p, npath, path, stdout, stderr)
+		return printTree(p, npath, path, stdout, stderr)
 	}
 	return runBuiltinOn(p, name, flags, npath, path, stdout, stderr)
 }

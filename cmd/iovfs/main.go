@@ -24,6 +24,7 @@ var commands = []command{
 	{"stat", "show a file's status in an image: iovfs stat IMAGE:PATH", imageTool("stat")},
 	{"cp", "extract from an image, in parallel: iovfs cp [-r -a] IMAGE:PATH HOSTDEST", imageTool("cp")},
 	{"tree", "print an image's tree: iovfs tree IMAGE[:PATH]", imageTool("tree")},
+	{"run", "run a WebAssembly (wasip1) program on an iovfs process, like wazero run (iovfs run --help)", runRun},
 }
 
 func imageTool(name string) func(args []string, stdout, stderr io.Writer) int {
