@@ -539,3 +539,39 @@ func TestImageToolsDifferential(t *testing.T) {
 		t.Errorf("missing image: status %d, stderr %q", st, errs)
 	}
 }
+
+// TestShOptions runs iovfs sh with --user, --mount and --image, and -c's
+// and FILE's exit statuses.
+func TestShOptions(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "in"), []byte("host data\n"), 0o644)
+	script := filepath.Join(dir, "s.sh")
+	os.WriteFile(script, []byte("echo \"$1\"; exit 4\n"), 0o644)
+	var o, e bytes.Buffer
+	if st := run([]string{"sh", script, "arg"}, &o, &e); st != 4 || o.String() != "arg\n" {
+		t.Errorf("sh FILE: status %d, stdout %q, stderr %q", st, o.String(), e.String())
+	}
+	o.Reset()
+	e.Reset()
+	st := run([]string{"sh", "--mount", "hostfs:" + dir + ":/mnt/h", "--mount", "tmpfs:none:/mnt/t:size=1m",
+		"--user", "1000:1000", "-c", "id; cat /mnt/h/in; mount | tail -2; touch /x; exit 9"}, &o, &e)
+	want := "uid=1000(1000) gid=1000(1000) groups=1000(1000)\nhost data\n" + dir + " /mnt/h hostfs rw 0 0\nnone /mnt/t tmpfs rw,size=1m 0 0\n"
+	if st != 9 || o.String() != want || e.String() != "touch: cannot touch '/x': Permission denied\n" {
+		t.Errorf("sh -c: status %d\nstdout %q\nwant   %q\nstderr %q", st, o.String(), want, e.String())
+	}
+	if _, err := exec.LookPath("mke2fs"); err != nil {
+		return
+	}
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "f"), []byte("in the image\n"), 0o644)
+	img := filepath.Join(t.TempDir(), "img")
+	if out, err := exec.Command("mke2fs", "-q", "-t", "ext4", "-d", src, img, "8M").CombinedOutput(); err != nil {
+		t.Fatalf("mke2fs: %v\n%s", err, out)
+	}
+	o.Reset()
+	e.Reset()
+	if st := run([]string{"sh", "--image", img + ":/data", "-c", "cat /data/f; touch /data/g"}, &o, &e); st != 1 ||
+		o.String() != "in the image\n" || e.String() != "touch: cannot touch '/data/g': Read-only file system\n" {
+		t.Errorf("--image: status %d, stdout %q, stderr %q", st, o.String(), e.String())
+	}
+}

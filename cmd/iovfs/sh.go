@@ -150,10 +150,14 @@ func runSh(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "iovfs sh: --user %s: want UID:GID\n", user)
 			return 2
 		}
-		if err := p.Setgroups(nil); err == nil {
+		err := p.Setgroups(nil)
+		if err == nil {
 			err = p.Setresgid(gid, gid, gid)
 		}
-		if err := p.Setresuid(uid, uid, uid); err != nil {
+		if err == nil {
+			err = p.Setresuid(uid, uid, uid)
+		}
+		if err != nil {
 			fmt.Fprintf(stderr, "iovfs sh: --user %s: %v\n", user, err)
 			return 1
 		}
