@@ -48,6 +48,8 @@ var coreutilsCases = []struct{ name, script string }{
 	{"status-codes", `true; echo $?; false; echo $?; ls nope 2>/dev/null; echo $?; ! true; echo $?; if cat nope 2>/dev/null; then echo yes; else echo no $?; fi`},
 	{"redirections", "echo one > f; echo two >> f; cat < f; cat f 2>&1 >/dev/null; cat nope 2> e; cat e; { echo a; echo b >&2; } > o 2>&1; cat o; cat <<EOF\nhere $((1+2))\nEOF\n"},
 	{"pipelines", `printf 'b\na\nc\n' > f; cat f | head -n 2 | tail -n 1; cat f | wc -l; ls | cat; false | true; echo $?; true | false; echo $?; cat nope | wc -c; echo $?; head -c 100000 /dev/zero | cat | cat | wc -c; cat f | while read l; do echo "[$l]"; done; x=$(cat f | head -n 1); echo $x; echo a |& cat; ls nope |& cat; cat /dev/zero | head -c 3 | xxd`},
+	{"stat", `printf 12345 > f; mkdir d; ln -s f l; mkfifo p; chmod 4751 f; stat f > o; head -n 2 o; head -n 4 o | tail -n 1; stat -L l | head -n 1; stat l | head -n 2; stat p | head -n 2; stat nope; echo $?`},
+	{"head-tail-negative", `i=1; while [ $i -le 8 ]; do echo $i; i=$((i+1)); done > f; head -n -3 f; head -c -4 f; echo; tail -n 0 f; head -n 0 f; head -n x f; echo $?`},
 	{"control-flow", `for i in 1 2 3; do echo $i; done; n=0; while [ $n -lt 3 ]; do n=$((n+1)); done; echo $n; case x.go in *.go) echo go;; *) echo other;; esac; f() { echo "f $1"; return 3; }; f z; echo $?`},
 }
 

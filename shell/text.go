@@ -116,7 +116,8 @@ func runTail(c *cmd, args []string) int { return headTail(c, args, false) }
 func headTail(c *cmd, args []string, head bool) int {
 	// "-5" is "-n 5", as both tools accept.
 	for i, a := range args {
-		if len(a) > 1 && a[0] == '-' && a[1] >= '0' && a[1] <= '9' {
+		valueOfPrev := i > 0 && (args[i-1] == "-n" || args[i-1] == "-c")
+		if !valueOfPrev && len(a) > 1 && a[0] == '-' && a[1] >= '0' && a[1] <= '9' {
 			args[i] = "-n" + a[1:]
 		}
 	}
@@ -124,9 +125,12 @@ func headTail(c *cmd, args []string, head bool) int {
 	if bad != "" {
 		return c.usage("%s", bad)
 	}
-	count, plus, bytesMode := int64(10), false, false
+	count, plus, bytesMode, allBut := int64(10), false, false, false
 	if v := last(opts, "n"); v != "" {
 		var ok bool
+		if head && strings.HasPrefix(v, "-") {
+			allBut, v = true, v[1:]
+		}
 		if count, plus, ok = parseCount(v); !ok {
 			c.errorf("invalid number of lines: %s", quote(v))
 			return 1
@@ -134,6 +138,9 @@ func headTail(c *cmd, args []string, head bool) int {
 	}
 	if v := last(opts, "c"); v != "" {
 		var ok bool
+		if head && strings.HasPrefix(v, "-") {
+			allBut, v = true, v[1:]
+		}
 		if count, plus, ok = parseCount(v); !ok {
 			c.errorf("invalid number of bytes: %s", quote(v))
 			return 1
@@ -163,7 +170,9 @@ func headTail(c *cmd, args []string, head bool) int {
 			fmt.Fprintf(c.out, "==> %s <==\n", name)
 		}
 		var err2 error
-		if head {
+		if head && allBut {
+			err2 = c.headAllBut(r, count, bytesMode)
+		} else if head {
 			err2 = c.head(r, count, bytesMode)
 		} else {
 			err2 = c.tail(r, count, plus, bytesMode)
@@ -197,6 +206,29 @@ func (c *cmd) head(r io.Reader, count int64, bytesMode bool) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// headAllBut is head -n -N and -c -N: all but the last N lines or bytes.
+func (c *cmd) headAllBut(r io.Reader, count int64, bytesMode bool) error {
+	data, err := c.readAll(r)
+	if err != nil {
+		return err
+	}
+	end := int64(len(data))
+	if bytesMode {
+		end = max(end-count, 0)
+	} else {
+		i := len(data)
+		if i > 0 && data[i-1] == '\n' {
+			i--
+		}
+		for n := int64(0); n < count && i >= 0; n++ {
+			i = bytes.LastIndexByte(data[:i], '\n')
+		}
+		end = int64(i + 1)
+	}
+	c.out.Write(data[:end])
 	return nil
 }
 
