@@ -16,10 +16,10 @@ package shell
 // The subshell of each side is made from the runner that runs the
 // enclosing code as far as the shell knows it: the top-level runner or a
 // pipeline side's. Inside "( ... )" or "$( ... )" the interpreter makes
-// runners of its own that a handler cannot see, so a pipeline there sees
-// the variables and functions of the code around the subshell, not those
-// the subshell changed before it (its directory is right: HandlerContext
-// has it). Background jobs are not rewritten (see
+// runners of its own that a handler cannot see; the directory and the
+// string variables are taken from the HandlerContext, which is the
+// subshell's (varPrelude), but functions defined inside such a subshell
+// are not seen by a pipeline in it. Background jobs are not rewritten (see
 // rewrite).
 
 import (
@@ -30,6 +30,7 @@ import (
 
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
+	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -162,8 +163,9 @@ func (s *Shell) runPipeline(ctx context.Context, hc interp.HandlerContext, id st
 			c.Close(p.w)
 		}
 		subs[i] = runner.Subshell()
-		// The directory is the running code's own, even inside a
-		// subshell the handler cannot see: "(cd d; ls | wc -l)".
+		// The directory and variables are the running code's own, even
+		// inside a subshell the handler cannot see: "(cd d; ls | wc -l)",
+		// "$(x=1; echo $x | cat)".
 		subs[i].Dir = hc.Dir
 	}
 	for _, p := range pipes {
@@ -181,6 +183,7 @@ func (s *Shell) runPipeline(ctx context.Context, hc interp.HandlerContext, id st
 		return interp.NewExitStatus(1)
 	}
 
+	prelude := varPrelude(hc.Env)
 	status := make([]int, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -208,6 +211,7 @@ func (s *Shell) runPipeline(ctx context.Context, hc interp.HandlerContext, id st
 		wg.Go(func() {
 			defer s.closeAll(c)
 			sctx := context.WithValue(context.WithValue(ctx, procKey, c), runnerKey, sub)
+			sub.Run(sctx, prelude)
 			status[i] = s.status(sctx, sub.Run(sctx, pl.sides[i]))
 		})
 	}
@@ -216,4 +220,39 @@ func (s *Shell) runPipeline(ctx context.Context, hc interp.HandlerContext, id st
 		return interp.NewExitStatus(uint8(st))
 	}
 	return nil
+}
+
+// computed are variables the interpreter sets itself; the prelude leaves
+// them alone.
+var computed = map[string]bool{"PPID": true, "UID": true, "EUID": true, "GID": true,
+	"RANDOM": true, "SRANDOM": true, "SECONDS": true, "LINENO": true, "OPTIND": true,
+	"EPOCHSECONDS": true, "EPOCHREALTIME": true, "BASHPID": true, "DIRSTACK": true}
+
+// varPrelude is a statement that sets, in a side's subshell, the string
+// variables of the code running the pipeline as HandlerContext shows
+// them (exported ones with export), so that a pipeline inside "( ... )"
+// or "$( ... )" sees what that subshell set. The values are single-quoted
+// words in the syntax tree, taken literally.
+func varPrelude(env expand.Environ) *syntax.Stmt {
+	var plain, exported []*syntax.Assign
+	for name, v := range env.Each {
+		if !v.IsSet() || v.Kind != expand.String || v.ReadOnly || computed[name] || !syntax.ValidName(name) {
+			continue
+		}
+		a := &syntax.Assign{Name: &syntax.Lit{Value: name},
+			Value: &syntax.Word{Parts: []syntax.WordPart{&syntax.SglQuoted{Value: v.Str}}}}
+		if v.Exported {
+			exported = append(exported, a)
+		} else {
+			plain = append(plain, a)
+		}
+	}
+	var stmts []*syntax.Stmt
+	if len(plain) > 0 {
+		stmts = append(stmts, &syntax.Stmt{Cmd: &syntax.CallExpr{Assigns: plain}})
+	}
+	if len(exported) > 0 {
+		stmts = append(stmts, &syntax.Stmt{Cmd: &syntax.DeclClause{Variant: &syntax.Lit{Value: "export"}, Args: exported}})
+	}
+	return &syntax.Stmt{Cmd: &syntax.Block{Stmts: stmts}}
 }

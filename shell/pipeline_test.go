@@ -172,3 +172,13 @@ func TestPipelineInSubshell(t *testing.T) {
 		t.Fatalf("status %d, stdout %q, stderr %q", st, out, errs)
 	}
 }
+
+// TestPipelineSubshellVars: a pipeline inside ( ) or $( ) sees the
+// variables that subshell set, exported ones exported.
+func TestPipelineSubshellVars(t *testing.T) {
+	out, errs, st := run(t, `(x=5; echo $x | cat); y=$(z="a 'b' \$c"; echo "$z" | cat); echo "$y"; (export E=1; N=2; env | cat > /tmp/env; echo $E | cat); cat /tmp/env; f() { local q=3; echo $q | cat; }; f; echo "[$x][$z]"`)
+	if st != 0 || !strings.HasPrefix(out, "5\na 'b' $c\n1\n") || !strings.HasSuffix(out, "\n3\n[][]\n") ||
+		!strings.Contains(out, "\nE=1\n") || strings.Contains(out, "N=2") {
+		t.Fatalf("status %d, stdout %q, stderr %q", st, out, errs)
+	}
+}
