@@ -129,6 +129,16 @@ func TestInteractivePty(t *testing.T) {
 	tm.expect("tabbed\r\n")
 	tm.expect("iovfs:/tmp# ")
 
+	// Tab completion of a command name: "mkfi" becomes "mkfifo ".
+	tm.send("mkfi\t")
+	tm.expect("mkfifo ")
+	tm.send("/tmp/fifo-by-tab && ls -l /tmp/fifo-by-tab\r")
+	tm.expect("prw-r--r--")
+	tm.expect("iovfs:/tmp# ")
+	tm.send("cat complete-me/inner\r")
+	tm.expect("tabbed\r\n")
+	tm.expect("iovfs:/tmp# ")
+
 	// History: Up recalls the last line (cat complete-me/inner).
 	tm.send("\x1b[A\r")
 	tm.expect("tabbed\r\n")
