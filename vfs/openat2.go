@@ -30,8 +30,13 @@ const validResolve = unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS | unix.RE
 //   - RESOLVE_NO_SYMLINKS: any symlink met gives ELOOP (a final one too,
 //     unless O_NOFOLLOW|O_PATH opens the link itself).
 //   - RESOLVE_NO_MAGICLINKS: accepted; iovfs has no magic links.
-//   - RESOLVE_CACHED: accepted, since every lookup is in memory; with
-//     O_CREAT, O_TRUNC or O_TMPFILE it gives EAGAIN, as in Linux.
+//   - RESOLVE_CACHED: every name must be answered by the dentry cache
+//     (dcache.go), as Linux's lookup completes from the dcache alone: a
+//     name not cached there (never looked up, evicted, invalidated by a
+//     change, or on a file system whose directories are not cached) gives
+//     EAGAIN, and the caller retries without the flag, which caches it.
+//     "." and ".." need no cache. With O_CREAT, O_TRUNC or O_TMPFILE it
+//     gives EAGAIN before any lookup, as in Linux.
 //
 // Under RESOLVE_BENEATH or RESOLVE_IN_ROOT a ".." that runs after a rename
 // or mount change in the namespace since the call began gives EAGAIN,

@@ -179,6 +179,11 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 		}
 		st, err := next.node.Stat()
 		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			if w.rflags&resolveCached != 0 {
+				// Linux leaves RCU-walk to report ENOTDIR, which
+				// LOOKUP_CACHED forbids.
+				return location{}, "", false, unix.EAGAIN
+			}
 			return location{}, "", false, errENOTDIR
 		}
 		dmode, duid, dgid, known = st.Mode, st.Uid, st.Gid, true
@@ -205,7 +210,13 @@ func (w *walker) step(cur location, name string, follow bool) (location, error) 
 	if !ok {
 		return location{}, errENOTDIR
 	}
-	child, err := w.ns.dcache.lookup(cur.node, dir, name, cur.mnt.fs) // dcache.go
+	var child Node
+	var err error
+	if w.rflags&resolveCached == 0 {
+		child, err = w.ns.dcache.lookup(cur.node, dir, name, cur.mnt.fs) // dcache.go
+	} else {
+		child, err = w.ns.dcache.lookupCached(cur.node, name) // dcache_cached.go
+	}
 	if err != nil {
 		return location{}, err
 	}
