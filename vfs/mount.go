@@ -107,6 +107,7 @@ type mount struct {
 	parent   *mount // nil for the namespace root
 	point    Node   // the directory in parent this mount covers
 	dev      uint64
+	id       uint64 // statx's stx_mnt_id (statx.go)
 	readonly bool
 	// source, fstype and data are Mount's arguments, set once under
 	// Namespace.mu after attach and read under it (Mounts).
@@ -145,7 +146,7 @@ func (m *mount) maybeShutdown() {
 func NewNamespace(root FileSystem) *Namespace {
 	ns := &Namespace{}
 	ns.dcache.init(DefaultDentryCacheSize)
-	ns.root = &mount{fs: root, root: root.Root(), dev: ns.newDev()}
+	ns.root = &mount{fs: root, root: root.Root(), dev: ns.newDev(), id: mountIDs.Add(1)}
 	m := map[mountKey]*mount{}
 	ns.mounts.Store(&m)
 	ns.mountList.Store(listOf(m))
@@ -222,7 +223,7 @@ func (ns *Namespace) attach(parent *mount, dir Node, fs FileSystem, root Node, r
 
 // attachRO is attach with the file system's own read-only state apart.
 func (ns *Namespace) attachRO(parent *mount, dir Node, fs FileSystem, root Node, readonly, sbReadonly bool) *mount {
-	m := &mount{fs: fs, root: root, dev: ns.newDev(), readonly: readonly || sbReadonly, sbReadonly: sbReadonly}
+	m := &mount{fs: fs, root: root, dev: ns.newDev(), readonly: readonly || sbReadonly, sbReadonly: sbReadonly, id: mountIDs.Add(1)}
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	ns.update(func(t map[mountKey]*mount) {

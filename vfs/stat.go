@@ -23,6 +23,9 @@ type Stat struct {
 	Atime   time.Time
 	Mtime   time.Time
 	Ctime   time.Time
+	// Btime is the creation time (statx's stx_btime), the zero Time when
+	// the file system does not record one.
+	Btime time.Time
 }
 
 // IsDir reports whether the stat describes a directory.
@@ -81,53 +84,4 @@ func (p *Proc) statAt(op string, dirfd int, path string, flags int) (Stat, error
 		st.Dev = loc.mnt.dev
 	}
 	return st, nil
-}
-
-// Statx returns the metadata of the file at path relative to dirfd as
-// statx(2) does, with Fstatat's flags plus the AT_STATX_SYNC_TYPE ones
-// (accepted; every iovfs file system is synchronous). mask is the
-// STATX_* fields wanted: iovfs fills STATX_BASIC_STATS whatever it is,
-// and says so in the result's Mask, as Linux may; STATX__RESERVED bits
-// give EINVAL, as does AT_STATX_FORCE_SYNC with AT_STATX_DONT_SYNC.
-func (p *Proc) Statx(dirfd int, path string, flags, mask int) (unix.Statx_t, error) {
-	if mask&unix.STATX__RESERVED != 0 || flags&atStatxSyncType == atStatxSyncType {
-		return unix.Statx_t{}, pathErr("statx", path, errEINVAL)
-	}
-	loc, err := p.lookupAt(dirfd, path, flags&^atStatxSyncType, statAtFlags)
-	if err != nil {
-		return unix.Statx_t{}, pathErr("statx", path, err)
-	}
-	st, err := loc.node.Stat()
-	if err != nil {
-		return unix.Statx_t{}, pathErr("statx", path, err)
-	}
-	if st.Dev == 0 && loc.mnt != nil {
-		st.Dev = loc.mnt.dev
-	}
-	return statx(st), nil
-}
-
-// statx converts st to a Statx_t with the basic fields.
-func statx(st Stat) unix.Statx_t {
-	ts := func(t time.Time) unix.StatxTimestamp {
-		return unix.StatxTimestamp{Sec: t.Unix(), Nsec: uint32(t.Nanosecond())}
-	}
-	return unix.Statx_t{
-		Mask:       unix.STATX_BASIC_STATS,
-		Blksize:    uint32(st.Blksize),
-		Nlink:      uint32(st.Nlink),
-		Uid:        st.Uid,
-		Gid:        st.Gid,
-		Mode:       uint16(st.Mode),
-		Ino:        st.Ino,
-		Size:       uint64(st.Size),
-		Blocks:     uint64(st.Blocks),
-		Atime:      ts(st.Atime),
-		Ctime:      ts(st.Ctime),
-		Mtime:      ts(st.Mtime),
-		Rdev_major: unix.Major(st.Rdev),
-		Rdev_minor: unix.Minor(st.Rdev),
-		Dev_major:  unix.Major(st.Dev),
-		Dev_minor:  unix.Minor(st.Dev),
-	}
 }

@@ -40,6 +40,9 @@ type inode struct {
 	// Timestamps in Unix nanoseconds, so they fit an atomic: times outside
 	// the years 1678-2262 are clamped.
 	atime, mtime, ctime atomic.Int64
+	// btime is the creation time in Unix nanoseconds (shmem's i_crtime),
+	// set by init before the node is published.
+	btime int64
 	// atimeDue is the coarse clock reading from which a read must look
 	// at atime again (see touchAtime).
 	atimeDue atomic.Int64
@@ -72,6 +75,7 @@ func (n *inode) init(fs *FS, dir *Dir, mode uint32, c vfs.Cred, now instant) {
 	n.nlink.Store(1)
 	n.mtime.Store(now.wall)
 	n.ctime.Store(now.wall)
+	n.btime = now.wall
 	n.setAtime(now.wall, now)
 }
 
@@ -87,6 +91,7 @@ func (n *inode) stat() vfs.Stat {
 		Atime:   time.Unix(0, n.atime.Load()),
 		Mtime:   time.Unix(0, n.mtime.Load()),
 		Ctime:   time.Unix(0, n.ctime.Load()),
+		Btime:   time.Unix(0, n.btime),
 	}
 }
 
