@@ -153,7 +153,12 @@ func TestImportSharesHostOffset(t *testing.T) {
 	}
 	a := open("a")
 	unix.Seek(a, 17, unix.SEEK_SET) // the import starts at the host offset
-	f := os.NewFile(uintptr(dup(a)), "a")
+	ad, err := unix.Dup(a) // f owns it: no cleanup of its own, or two closes
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(ad), "a")
+	defer f.Close()
 	vfd, err := p.ImportFile(f)
 	if err != nil {
 		t.Fatal(err)
