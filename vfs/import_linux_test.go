@@ -232,3 +232,56 @@ func TestImportPositionCallsDoNotAllocate(t *testing.T) {
 		t.Errorf("host offset %d after the calls, want 256", pos)
 	}
 }
+
+// BenchmarkImportedRead compares a 4 KiB read at the file position
+// through an imported descriptor with the same read(2) on the host
+// descriptor, and the same for lseek, each rewinding every 256 reads.
+func BenchmarkImportedRead(b *testing.B) {
+	p, err := iovfs.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "f")
+	os.WriteFile(path, make([]byte, 1<<20), 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	fd, err := p.ImportFile(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hfd := int(f.Fd())
+	buf := make([]byte, 4096)
+	b.Run("iovfs", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if i&255 == 0 {
+				p.Seek(fd, 0, unix.SEEK_SET)
+			}
+			p.Read(fd, buf)
+		}
+	})
+	b.Run("host", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if i&255 == 0 {
+				unix.Seek(hfd, 0, unix.SEEK_SET)
+			}
+			unix.Read(hfd, buf)
+		}
+	})
+	b.Run("iovfs-lseek", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			p.Seek(fd, int64(i&1023), unix.SEEK_SET)
+		}
+	})
+	b.Run("host-lseek", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			unix.Seek(hfd, int64(i&1023), unix.SEEK_SET)
+		}
+	})
+}
