@@ -153,7 +153,7 @@ func TestImportSharesHostOffset(t *testing.T) {
 	}
 	a := open("a")
 	unix.Seek(a, 17, unix.SEEK_SET) // the import starts at the host offset
-	ad, err := unix.Dup(a) // f owns it: no cleanup of its own, or two closes
+	ad, err := unix.Dup(a)          // f owns it: no cleanup of its own, or two closes
 	if err != nil {
 		t.Fatal(err)
 	}
