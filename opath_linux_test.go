@@ -1,6 +1,7 @@
 package iovfs_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/iovfs/iovfs"
@@ -58,58 +59,68 @@ func TestOPathHoldsUnlinked(t *testing.T) {
 		make  func(root string) error
 		vmake func() error
 		flags int
+		plain int // flags of a plain open, -1 for none
 	}{
 		{"file", func(r string) error { return writeHost(r+"/file", data) },
-			func() error { return writeVFS(p, vroot+"/file", data) }, 0},
+			func() error { return writeVFS(p, vroot+"/file", data) }, 0, unix.O_RDONLY},
 		{"dir", func(r string) error { return unix.Mkdir(r+"/dir", 0o755) },
-			func() error { return p.Mkdir(vroot+"/dir", 0o755) }, 0},
+			func() error { return p.Mkdir(vroot+"/dir", 0o755) }, 0, unix.O_RDONLY | unix.O_DIRECTORY},
 		{"symlink", func(r string) error { return unix.Symlink("target", r+"/symlink") },
-			func() error { return p.Symlink("target", vroot+"/symlink") }, unix.O_NOFOLLOW},
+			func() error { return p.Symlink("target", vroot+"/symlink") }, unix.O_NOFOLLOW, -1},
 		{"fifo", func(r string) error { return unix.Mkfifo(r+"/fifo", 0o644) },
-			func() error { return p.Mknod(vroot+"/fifo", unix.S_IFIFO|0o644, 0) }, 0},
+			func() error { return p.Mknod(vroot+"/fifo", unix.S_IFIFO|0o644, 0) }, 0, unix.O_RDWR},
 	} {
-		herr, verr := c.make(hroot), c.vmake()
-		if herr != nil || verr != nil {
-			t.Fatalf("%s: make: host %v, iovfs %v", c.name, herr, verr)
-		}
-		if c.name == "file" {
-			herr = unix.Setxattr(hroot+"/file", "trusted.x", []byte("v"), 0)
-			verr = p.Setxattr(vroot+"/file", "trusted.x", []byte("v"), 0)
+		for _, plain := range []bool{false, true} {
+			if plain && c.plain < 0 {
+				continue
+			}
+			oflags := unix.O_PATH | c.flags
+			if plain {
+				oflags = c.plain
+			}
+			herr, verr := c.make(hroot), c.vmake()
 			if herr != nil || verr != nil {
-				t.Fatalf("setxattr: host %v, iovfs %v", herr, verr)
+				t.Fatalf("%s: make: host %v, iovfs %v", c.name, herr, verr)
 			}
-		}
-		check(c.name + " made")
-		var hfd, vfd [2]int
-		for i := range hfd {
-			if hfd[i], herr = unix.Open(hroot+"/"+c.name, unix.O_PATH|c.flags|unix.O_CLOEXEC, 0); herr != nil {
-				t.Fatal(herr)
+			if c.name == "file" {
+				herr = unix.Setxattr(hroot+"/file", "trusted.x", []byte("v"), 0)
+				verr = p.Setxattr(vroot+"/file", "trusted.x", []byte("v"), 0)
+				if herr != nil || verr != nil {
+					t.Fatalf("setxattr: host %v, iovfs %v", herr, verr)
+				}
 			}
-			if vfd[i], verr = p.Open(vroot+"/"+c.name, unix.O_PATH|c.flags, 0); verr != nil {
-				t.Fatal(verr)
+			check(fmt.Sprintf("%s made (flags %#o next)", c.name, oflags))
+			var hfd, vfd [2]int
+			for i := range hfd {
+				if hfd[i], herr = unix.Open(hroot+"/"+c.name, oflags|unix.O_CLOEXEC, 0); herr != nil {
+					t.Fatal(herr)
+				}
+				if vfd[i], verr = p.Open(vroot+"/"+c.name, oflags, 0); verr != nil {
+					t.Fatal(verr)
+				}
 			}
-		}
-		if c.name == "dir" {
-			herr, verr = unix.Rmdir(hroot+"/dir"), p.Rmdir(vroot+"/dir")
-		} else {
-			herr, verr = unix.Unlink(hroot+"/"+c.name), p.Unlink(vroot+"/"+c.name)
-		}
-		if herr != nil || verr != nil {
-			t.Fatalf("%s: remove: host %v, iovfs %v", c.name, herr, verr)
-		}
-		check(c.name + " removed, two O_PATH descriptors open")
-		if c.name == "file" {
-			buf := make([]byte, 8)
-			hn, herr := unix.Fgetxattr(hfd[0], "trusted.x", buf)
-			vv, verr := p.Fgetxattr(vfd[0], "trusted.x")
-			if errnoOf(herr) != errnoOf(verr) || (herr == nil && string(buf[:hn]) != string(vv)) {
-				t.Errorf("fgetxattr through O_PATH after unlink: host %q %v, iovfs %q %v", buf[:max(hn, 0)], herr, vv, verr)
+			if c.name == "dir" {
+				herr, verr = unix.Rmdir(hroot+"/dir"), p.Rmdir(vroot+"/dir")
+			} else {
+				herr, verr = unix.Unlink(hroot+"/"+c.name), p.Unlink(vroot+"/"+c.name)
 			}
-		}
-		for i := range hfd {
-			unix.Close(hfd[i])
-			p.Close(vfd[i])
-			check(c.name + " removed, an O_PATH descriptor closed")
+			if herr != nil || verr != nil {
+				t.Fatalf("%s: remove: host %v, iovfs %v", c.name, herr, verr)
+			}
+			check(fmt.Sprintf("%s removed, two descriptors (flags %#o) open", c.name, oflags))
+			if c.name == "file" {
+				buf := make([]byte, 8)
+				hn, herr := unix.Fgetxattr(hfd[0], "trusted.x", buf)
+				vv, verr := p.Fgetxattr(vfd[0], "trusted.x")
+				if errnoOf(herr) != errnoOf(verr) || (herr == nil && string(buf[:hn]) != string(vv)) {
+					t.Errorf("fgetxattr through O_PATH after unlink: host %q %v, iovfs %q %v", buf[:max(hn, 0)], herr, vv, verr)
+				}
+			}
+			for i := range hfd {
+				unix.Close(hfd[i])
+				p.Close(vfd[i])
+				check(fmt.Sprintf("%s removed, a descriptor (flags %#o) closed", c.name, oflags))
+			}
 		}
 	}
 	t.Logf("%d statfs results compared", compared)

@@ -57,6 +57,9 @@ type file struct {
 	loc location
 	// cred is the opener's credentials (Linux f_cred), set by open.
 	cred *creds
+	// hold keeps the node allocated while the file is open, for nodes
+	// opened without a handle of their own (openpath.go); set by open.
+	hold Releaser
 
 	// flags are the file status flags, Linux's f_flags: the open(2)
 	// flags less O_CREAT, O_EXCL, O_NOCTTY, O_TRUNC and O_CLOEXEC, plus
@@ -165,6 +168,9 @@ func (f *file) release() error {
 	if f.mnt != nil {
 		f.mnt.openFiles.Add(-1)
 		defer f.mnt.maybeShutdown()
+	}
+	if f.hold != nil {
+		defer f.hold.Release()
 	}
 	if r, ok := f.h.(Releaser); ok {
 		return r.Release()

@@ -206,11 +206,10 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 		return nil, errENOTDIR
 	}
 	if flags&unix.O_PATH != 0 {
-		h, err := openPath(loc.node)
-		if err != nil {
+		f := newFile(loc.node, pathHandle{}, flags)
+		if err := f.holdNode(); err != nil {
 			return nil, err
 		}
-		f := newFile(loc.node, h, flags)
 		f.mode &^= fmRead | fmWrite
 		f.mnt = loc.mnt
 		f.loc = loc
@@ -251,7 +250,11 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 	o, isOpener := loc.node.(Opener)
 	if !isOpener && special {
 		// A FIFO, socket or device node of a file system (mknod).
-		return p.openSpecial(loc, st, flags)
+		f, err := p.openSpecial(loc, st, flags)
+		if err == nil {
+			err = f.holdNode()
+		}
+		return f, err
 	}
 	if isOpener {
 		if h, err = o.Open(flags); err != nil {
@@ -277,6 +280,11 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 		}
 	}
 	f := newFile(loc.node, h, flags)
+	if !isOpener {
+		if err := f.holdNode(); err != nil {
+			return nil, err
+		}
+	}
 	if writes && typ == unix.S_IFREG {
 		f.mode |= fmKillPriv
 	}

@@ -1,22 +1,24 @@
 package vfs
 
-// openPath returns the handle of an O_PATH file of n: pathHandle, or a
-// pathHold when the driver holds its nodes for O_PATH files (PathOpener).
-func openPath(n Node) (Handle, error) {
-	po, ok := n.(PathOpener)
+// holdNode takes the node's hold for an open file that has no handle of
+// the driver's own: an O_PATH file, a directory without an Opener, a
+// FIFO or device node of a file system. Linux's struct file holds the
+// dentry and so the inode; a driver that frees unlinked nodes
+// (PathOpener) keeps them until the last such file closes. The hold is
+// released after the handle, in file.release.
+//
+// On error holdNode releases f (its only reference), so the caller
+// returns the error alone.
+func (f *file) holdNode() error {
+	po, ok := f.node.(PathOpener)
 	if !ok {
-		return pathHandle{}, nil
+		return nil
 	}
 	r, err := po.OpenPath()
 	if err != nil {
-		return nil, err
+		f.release()
+		return err
 	}
-	return pathHold{r}, nil
+	f.hold = r
+	return nil
 }
-
-// pathHold is the handle of an O_PATH file whose driver holds the node: a
-// Releaser and nothing else, so that every call needing a driver method
-// fails as it does on pathHandle.
-type pathHold struct{ r Releaser }
-
-func (h pathHold) Release() error { return h.r.Release() }

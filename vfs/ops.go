@@ -153,13 +153,14 @@ type Ioctler interface {
 	Ioctl(p *Proc, req uint, arg any) (int, error)
 }
 
-// PathOpener lets an O_PATH open hold the node, as Linux's O_PATH file
-// holds its dentry and so the inode: an unlinked file stays allocated (its
-// space, its extended attributes, its share of statfs's f_ffree) until the
-// last O_PATH descriptor closes too. The VFS calls OpenPath once for each
-// O_PATH open, and Release on the returned value once, when that open
-// file's last descriptor is closed; it calls nothing else on it, so an
-// O_PATH file still reads, writes and ioctls nothing.
+// PathOpener lets an open file without a handle from the node's Opener
+// hold the node, as Linux's struct file holds its dentry and so the inode:
+// an unlinked node stays allocated (its space, its extended attributes,
+// its share of statfs's f_ffree) until the last such file closes too.
+// The VFS calls OpenPath once for each O_PATH open, and for each open of
+// a directory, FIFO or device node that is not an Opener, and Release on
+// the returned value once, after the file's handle is released when its
+// last descriptor is closed. It calls nothing else on it.
 type PathOpener interface {
 	OpenPath() (Releaser, error)
 }
