@@ -11,6 +11,8 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
+require github.com/hanwen/go-fuse/v2 v2.12.1
+
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
