@@ -95,7 +95,7 @@ done:
 		return st(err)
 	}
 	setTTL(&out.AttrValid, &out.AttrValidNsec, r.s.attrTTL)
-	fillAttr(&out.Attr, &sb)
+	r.s.fillAttr(&out.Attr, &sb)
 	return gofuse.OK
 }
 
@@ -108,7 +108,9 @@ func (r *rawFS) SetAttr(cancel <-chan struct{}, in *gofuse.SetAttrIn, out *gofus
 	if fh, ok := in.GetFh(); ok {
 		hd = r.s.handle(fh)
 	}
-	if size, ok := in.GetSize(); ok {
+	if size, ok := in.GetSize(); ok && !r.s.isDevice(in.NodeId, hd, p, path) {
+		// open(O_TRUNC) of a device shown as a file arrives here too;
+		// Linux's may_open drops O_TRUNC for devices.
 		var err error
 		if hd != nil {
 			err = hd.p.Ftruncate(hd.fd, int64(size))
@@ -165,8 +167,25 @@ func (r *rawFS) SetAttr(cancel <-chan struct{}, in *gofuse.SetAttrIn, out *gofus
 		return st(err)
 	}
 	setTTL(&out.AttrValid, &out.AttrValidNsec, r.s.attrTTL)
-	fillAttr(&out.Attr, &sb)
+	r.s.fillAttr(&out.Attr, &sb)
 	return gofuse.OK
+}
+
+// isDevice reports whether the export shows node id, a device, as a
+// regular file (Options.DevicesAsFiles).
+func (s *Server) isDevice(id uint64, hd *handle, p *vfs.Proc, path string) bool {
+	if !s.devFiles {
+		return false
+	}
+	var sb vfs.Stat
+	var err error
+	if hd != nil {
+		sb, err = hd.p.Fstat(hd.fd)
+	} else {
+		sb, err = p.Lstat(path)
+	}
+	t := sb.Mode & unix.S_IFMT
+	return err == nil && (t == unix.S_IFCHR || t == unix.S_IFBLK)
 }
 
 func (r *rawFS) Mknod(cancel <-chan struct{}, in *gofuse.MknodIn, name string, out *gofuse.EntryOut) gofuse.Status {

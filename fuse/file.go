@@ -292,6 +292,9 @@ func (r *rawFS) readDir(in *gofuse.ReadIn, out *gofuse.DirEntryList, plus bool) 
 		}
 		e := d.buf[d.i]
 		de := gofuse.DirEntry{Name: e.Name, Ino: e.Ino, Mode: uint32(e.Type) << 12, Off: uint64(e.Off)}
+		if r.s.devFiles && (e.Type == unix.DT_CHR || e.Type == unix.DT_BLK) {
+			de.Mode = unix.S_IFREG
+		}
 		if !plus {
 			if !out.AddDirEntry(de) {
 				return gofuse.OK

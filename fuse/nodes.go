@@ -7,6 +7,7 @@ import (
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/iovfs/iovfs/vfs"
+	"golang.org/x/sys/unix"
 )
 
 // nodeKey names a file for the life of the export: its file system's
@@ -97,7 +98,7 @@ func (s *Server) register(parent uint64, name string, st *vfs.Stat, out *gofuse.
 	out.Generation = 1
 	setTTL(&out.EntryValid, &out.EntryValidNsec, s.entryTTL)
 	setTTL(&out.AttrValid, &out.AttrValidNsec, s.attrTTL)
-	fillAttr(&out.Attr, st)
+	s.fillAttr(&out.Attr, st)
 }
 
 // detach marks the node at name in directory parent, if the table holds
@@ -187,6 +188,15 @@ func (s *Server) lookups(id uint64) uint64 {
 func setTTL(sec *uint64, nsec *uint32, d time.Duration) {
 	*sec = uint64(d / time.Second)
 	*nsec = uint32(d % time.Second)
+}
+
+// fillAttr converts st for the kernel.
+func (s *Server) fillAttr(a *gofuse.Attr, st *vfs.Stat) {
+	fillAttr(a, st)
+	if t := st.Mode & unix.S_IFMT; s.devFiles && (t == unix.S_IFCHR || t == unix.S_IFBLK) {
+		a.Mode = unix.S_IFREG | st.Mode&^unix.S_IFMT
+		a.Rdev = 0
+	}
 }
 
 func fillAttr(a *gofuse.Attr, st *vfs.Stat) {

@@ -47,6 +47,12 @@ type Options struct {
 	Name string
 	// Fsname is the type suffix shown in /proc/mounts: fuse.<Fsname>.
 	Fsname string
+	// DevicesAsFiles shows character and block devices as regular files
+	// of size 0 that are read and written through iovfs's drivers (with
+	// direct_io). Without it the kernel shows them as device nodes, and
+	// opening one opens the host's device with that number, never
+	// iovfs's; a devfs export wants this set.
+	DevicesAsFiles bool
 }
 
 // Server is a running export.
@@ -57,6 +63,7 @@ type Server struct {
 	mnt  string
 
 	entryTTL, attrTTL time.Duration
+	devFiles          bool // Options.DevicesAsFiles
 
 	// mu protects nodes, byKey, nextID and the mutable fields of every
 	// node.
@@ -111,6 +118,7 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		mnt:      mountpoint,
 		entryTTL: ttl(opts.EntryTimeout),
 		attrTTL:  ttl(opts.AttrTimeout),
+		devFiles: opts.DevicesAsFiles,
 		nodes:    map[uint64]*node{},
 		byKey:    map[nodeKey]*node{},
 		nextID:   gofuse.FUSE_ROOT_ID + 1,
@@ -137,6 +145,9 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		DirectMount:  os.Geteuid() == 0,
 		MaxWrite:     1 << 20,
 		MaxReadAhead: 1 << 20,
+		// Replies are built from memory (ReadResultData); splicing
+		// them through a pipe would only add a copy.
+		DisableSplice: true,
 		// The export answers ACCESS and checks permissions itself.
 		EnableSymlinkCaching: false,
 	}

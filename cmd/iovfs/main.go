@@ -18,6 +18,7 @@ type command struct {
 // commands lists the subcommands, in help order.
 var commands = []command{
 	{"bench", "run the reference experiments: same-run A/B benchmarks of the read paths (iovfs bench --help)", runBench},
+	{"mount", "export a tmpfs, ext4 image, host directory or devfs to the host through FUSE (iovfs mount --help)", runMount},
 }
 
 func main() {
