@@ -1,6 +1,7 @@
 package fuse
 
 import (
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/iovfs/iovfs"
 	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
+	"golang.org/x/sys/unix"
 )
 
 // requireFUSE skips (or fails under IOVFS_REQUIRE_PRIVILEGED) when FUSE
@@ -57,3 +59,6 @@ func newProc(t testing.TB) *vfs.Proc {
 	}
 	return p
 }
+
+// errorIs reports whether err wraps errno.
+func errorIs(err error, errno unix.Errno) bool { return errors.Is(err, errno) }

@@ -183,9 +183,11 @@ func ttl(d time.Duration) time.Duration {
 
 // Unmount detaches the export from the host and stops serving it. Files
 // that host programs still hold open are cut off: the connection is
-// aborted, so their calls fail with ENOTCONN and requests blocked in the
-// server are abandoned. Unmount then closes every descriptor the export
-// held. It is safe to call more than once.
+// aborted, so their calls fail with ENOTCONN, and a request blocked
+// inside iovfs (a read of a device that waits) is abandoned: Unmount
+// waits for it at most abandonWait, and the export's descriptors are
+// closed once the last request has returned. It is safe to call more
+// than once.
 func (s *Server) Unmount() error {
 	s.closeOnce.Do(func() {
 		var st unix.Stat_t
@@ -202,23 +204,38 @@ func (s *Server) Unmount() error {
 		if err != nil && !errors.Is(err, unix.EINVAL) {
 			s.closeErr = fmt.Errorf("fuse: unmount %s: %w", s.mnt, err)
 		}
-		s.srv.Wait()
-		s.releaseAll()
+		done := make(chan struct{})
+		go func() {
+			s.srv.Wait()
+			s.releaseAll()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(abandonWait):
+		}
 	})
 	return s.closeErr
 }
+
+// abandonWait is how long Unmount waits for requests still running
+// inside iovfs once the kernel connection is gone.
+const abandonWait = 2 * time.Second
 
 // Wait returns when the export has been unmounted, by Unmount or from
 // outside (umount(8)).
 func (s *Server) Wait() { s.srv.Wait() }
 
 // abortConnection aborts FUSE connection id through the fusectl file
-// system, mounting it at /sys/fs/fuse/connections if needed.
+// system, mounting it at /sys/fs/fuse/connections for the moment if the
+// host has not.
 func abortConnection(id uint32) {
 	dir := "/sys/fs/fuse/connections"
 	f := fmt.Sprintf("%s/%d/abort", dir, id)
 	if _, err := os.Stat(f); err != nil {
-		unix.Mount("fusectl", dir, "fusectl", 0, "")
+		if unix.Mount("fusectl", dir, "fusectl", 0, "") == nil {
+			defer unix.Unmount(dir, 0)
+		}
 	}
 	os.WriteFile(f, []byte("1"), 0)
 }
