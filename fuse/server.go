@@ -39,8 +39,14 @@ type Options struct {
 	// Logger receives debug output; nil means log.Default.
 	Logger *log.Logger
 	// EntryTimeout and AttrTimeout are how long the kernel may cache a
-	// name and attributes. Zero means one second; negative means no
-	// caching at all, for exports that in-process code also changes.
+	// name and attributes. Negative means no caching at all, for exports
+	// that in-process code also changes. Zero means one second for
+	// attributes, and for names one second when only root can reach the
+	// export, none otherwise: without default_permissions the kernel
+	// checks no search permission on a directory during a path walk, so
+	// a cached name would let a process reach a file under a directory
+	// it may not search; with no name cache every walk sends LOOKUP, and
+	// iovfs checks it as the caller.
 	EntryTimeout, AttrTimeout time.Duration
 	// Name is the file-system source shown in /proc/mounts ("iovfs"
 	// when empty).
@@ -116,7 +122,7 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		root:     root,
 		base:     base,
 		mnt:      mountpoint,
-		entryTTL: ttl(opts.EntryTimeout),
+		entryTTL: entryTTL(opts),
 		attrTTL:  ttl(opts.AttrTimeout),
 		devFiles: opts.DevicesAsFiles,
 		nodes:    map[uint64]*node{},
@@ -169,6 +175,13 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
 	}
 	return s, nil
+}
+
+func entryTTL(o Options) time.Duration {
+	if o.EntryTimeout == 0 && (o.AllowOther || os.Geteuid() != 0) {
+		return 0
+	}
+	return ttl(o.EntryTimeout)
 }
 
 func ttl(d time.Duration) time.Duration {
