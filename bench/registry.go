@@ -9,6 +9,7 @@ var experiments = []*Experiment{
 	pipePingPongExperiment,
 	walkExperiment,
 	matrixExperiment,
+	fuseExperiment,
 }
 
 // Experiments returns every registered experiment, in run order.
