@@ -39,7 +39,7 @@ func TestFcntlDifferential(t *testing.T) {
 		{dir + "/f", "/tmp/f"}, {dir + "/d", "/tmp/d"}, {"/dev/null", "/dev/null"}, {"/dev/zero", "/dev/zero"},
 	}
 	openBits := []int{unix.O_APPEND, unix.O_NONBLOCK, unix.O_DSYNC, unix.O_SYNC, unix.O_DIRECT,
-		unix.O_NOATIME, unix.O_CLOEXEC, unix.O_NOFOLLOW, unix.O_DIRECTORY, unix.O_ASYNC, unix.O_NOCTTY}
+		unix.O_NOATIME, unix.O_CLOEXEC, unix.O_NOFOLLOW, unix.O_DIRECTORY, unix.O_ASYNC, unix.O_NOCTTY, unix.O_PATH}
 	setBits := []int{unix.O_APPEND, unix.O_NONBLOCK, unix.O_DIRECT, unix.O_NOATIME, unix.O_ASYNC,
 		unix.O_SYNC, unix.O_DSYNC, unix.O_RDWR, unix.O_WRONLY, unix.O_CREAT, unix.O_TRUNC, unix.O_DIRECTORY, unix.O_NOFOLLOW}
 	bits := func(rt *rapid.T, from []int, label string) int {

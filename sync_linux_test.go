@@ -39,7 +39,7 @@ func TestSyncDifferential(t *testing.T) {
 	}
 	n := 0
 	for _, f := range files {
-		for _, acc := range []int{unix.O_RDONLY, unix.O_WRONLY, unix.O_RDWR} {
+		for _, acc := range []int{unix.O_RDONLY, unix.O_WRONLY, unix.O_RDWR, unix.O_PATH} {
 			hfd, herr := unix.Open(f.host, acc|unix.O_CLOEXEC, 0)
 			vfd, verr := p.Open(f.iovfs, acc, 0)
 			if errnoOf(herr) != errnoOf(verr) {

@@ -90,6 +90,32 @@
 // Every list is present, possibly empty. "experiments" holds one entry per
 // experiment run, in run order.
 //
+// The matrix experiment's entry has empty "variants" and "ratios" and, in
+// addition, its cells ("skipped" lists the drivers that could not run):
+//
+//	"matrix": {
+//	  "drivers": ["null", "zero", ...], "segments": [1, 2, 8, 16, 64, 1024],
+//	  "sizes": [1, 512, 4096, 65536],   // as asked for; cells over 64 MiB are left out
+//	  "cell_time_seconds": 0.003,       // calibration target per variant per round
+//	  "window": 1048576,                // bytes of the file the calls walk
+//	  "cells": [{
+//	    "driver": "tmpfs", "op": "read",  // or "write"
+//	    "segments": 16, "size": 4096,
+//	    "native": true,                 // the driver has its own vectored method
+//	    "ops_per_round": 773,           // vectored calls, and loops of scalar calls, per round
+//	    "vectored": {...}, "scalar": {...},  // as "variants" above; ns_per_op per call or loop
+//	    "ratio": {"a": "preadv", "b": "pread", "median": 0.94, ...}  // as "ratios" above
+//	  }, ...],
+//	  "summary": "worst cell: ..."      // the text summary line
+//	}
+//
+// # The matrix
+//
+// The matrix experiment (matrix.go) does not use Variant.Setup: it sets
+// Experiment.Runner, which Run calls instead of its own rounds. Its
+// drivers are a table (matrixDrivers in matrix_drivers.go) of
+// constructors, each returning the four calls measured on one open file.
+//
 // # Adding an experiment
 //
 // Define an *Experiment and add it to the list in registry.go; the command

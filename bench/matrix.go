@@ -407,6 +407,14 @@ func runMatrix(p Params, o Options, res *Result) (err error) {
 				run func(int) error
 				r   *VariantResult
 			}{{first, fr}, {second, sr}} {
+				// One untimed call first, so that each variant starts with
+				// its own bytes in cache whatever ran before it: without
+				// it, cells of a few MiB a call measured whichever variant
+				// ran first in a round slower, and with one call a round
+				// the ratio swung between 0.8 and 1.3.
+				if err := y.run(1); err != nil {
+					return fmt.Errorf("matrix: round %d: %w", round, err)
+				}
 				d, allocs, bytes, err := measureQuick(y.run, x.c.Ops)
 				if err != nil {
 					return fmt.Errorf("matrix: round %d: %w", round, err)

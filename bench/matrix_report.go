@@ -213,14 +213,15 @@ func matrixPlots(res *Result) ([]*plot.Plot, error) {
 		}
 		g := &matrixGrid{cols: len(cols), rows: len(drivers)}
 		var labels plotter.XYLabels
-		lim := 1.0
+		// The colour scale is log2 of the ratio, clamped to 1/4 .. 4, so
+		// that a cell a little above 1.0 still shows red.
+		const lim = 2.0
 		for r, d := range drivers {
 			row := make([]float64, len(cols))
 			for ci, cc := range cols {
 				row[ci] = math.NaN()
 				if c := m.Cell(d, o.name, cc.segs, cc.size); c != nil {
-					row[ci] = math.Log2(c.Ratio.Median)
-					lim = max(lim, math.Abs(row[ci]))
+					row[ci] = max(-lim, min(lim, math.Log2(c.Ratio.Median)))
 					labels.XYs = append(labels.XYs, plotter.XY{X: float64(ci), Y: float64(r)})
 					labels.Labels = append(labels.Labels, strconv.FormatFloat(c.Ratio.Median, 'f', 2, 64)+ratioMark(c.Ratio))
 				}
@@ -241,7 +242,7 @@ func matrixPlots(res *Result) ([]*plot.Plot, error) {
 			return nil, err
 		}
 		for i := range lab.TextStyle {
-			lab.TextStyle[i].Font.Size = vg.Points(8)
+			lab.TextStyle[i].Font.Size = vg.Points(6.5)
 			lab.TextStyle[i].XAlign = -0.5
 			lab.TextStyle[i].YAlign = -0.5
 		}

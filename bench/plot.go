@@ -48,7 +48,7 @@ func WritePlot(file string, results []*Result) error {
 	w, h := 8*vg.Inch, vg.Length(len(panels))*2*vg.Inch
 	for _, res := range results {
 		if res.Matrix != nil { // heat maps: wide, and tall enough for a row per driver
-			w, h = 14*vg.Inch, vg.Length(len(panels))*4*vg.Inch
+			w, h = 9.5*vg.Inch, vg.Length(len(panels))*2.9*vg.Inch
 		}
 	}
 	c, err := draw.NewFormattedCanvas(w, h, format)

@@ -5,7 +5,11 @@ package bench
 // entry by its full path, and descend into the subdirectories. The image
 // is made with mke2fs -b 1024 -d from one of two trees: "flat", one
 // directory of --dirs subdirectories (dir_index makes it an htree), or
-// "nested", --files empty files spread over nested directories. iovfs
+// "nested", --files empty files spread over nested directories; e2fsck
+// -D then indexes the directories, as dir_index would have. (As root,
+// a large tree is copied in by the kernel instead, through a read-write
+// loop mount of the empty file system: mke2fs -d takes many minutes on
+// 65,000 entries in one directory. The kernel indexes as it goes.) iovfs
 // walks it mounted plain (metadata through the buffer cache, names through
 // the dentry cache), with dax (metadata from device memory), and with both
 // caches off (the "before"); the host kernel walks a read-only loop mount
@@ -44,6 +48,7 @@ var walkExperiment = &Experiment{
 		{Name: "tree", Default: "flat", Usage: "flat (one directory of --dirs subdirectories) or nested (--files files in nested directories)"},
 		{Name: "dirs", Default: "65000", Usage: "subdirectories of the flat tree"},
 		{Name: "files", Default: "20000", Usage: "files of the nested tree"},
+		{Name: "bcache", Default: "", Usage: "bcache= mount option of the iovfs-* variants (empty: the default budget, a quarter of the device up to 64M)"},
 	},
 	Setup: walkSetup,
 	Variants: []Variant{
@@ -74,6 +79,10 @@ type walkEnv struct {
 	stats   map[string]string
 }
 
+// walkImageCache says whether walkSetup keeps images in the user's cache
+// directory (tests turn it off, to leave nothing behind).
+var walkImageCache = true
+
 // lastWalkEnv is the env of the last run, for walkReport's cache figures.
 var lastWalkEnv *walkEnv
 
@@ -101,9 +110,30 @@ func walkSetup(p Params) (any, func() error, error) {
 	if err != nil {
 		return fail(err)
 	}
+	// mke2fs -d takes minutes for 65,000 entries in one directory (it
+	// links them one by one, linearly), so the image is kept in the user's
+	// cache directory, named by its parameters, and made once (small
+	// images, such as the tests', are made afresh and removed).
 	img := filepath.Join(dir, "ext4.img")
-	if err := MakeWalkImage(mke2fs, src, img, entries); err != nil {
-		return fail(err)
+	if cdir, err := os.UserCacheDir(); err == nil && walkImageCache && entries >= 10000 {
+		cdir = filepath.Join(cdir, "iovfs-bench")
+		if os.MkdirAll(cdir, 0o755) == nil {
+			img = filepath.Join(cdir, fmt.Sprintf("walk-%s-%d-v1.img", tree, entries))
+		}
+	}
+	if _, err := os.Stat(img); err != nil {
+		tmp := img + ".tmp"
+		build := MakeWalkImage
+		if os.Geteuid() == 0 && entries >= 10000 {
+			build = makeWalkImageKernel
+		}
+		if err := build(mke2fs, src, tmp, entries); err != nil {
+			os.Remove(tmp)
+			return fail(err)
+		}
+		if err := os.Rename(tmp, img); err != nil {
+			return fail(err)
+		}
 	}
 	os.RemoveAll(src)
 	env := &walkEnv{img: img, entries: entries, stats: map[string]string{}}
@@ -162,14 +192,83 @@ func MakeWalkTree(src, tree string, extra map[string]string) (int, error) {
 }
 
 // MakeWalkImage makes img, an ext4 image with 1 KiB blocks, from src,
-// with room for entries inodes.
+// with room for entries inodes, and indexes its directories (htree).
 func MakeWalkImage(mke2fs, src, img string, entries int) error {
 	kib := 16<<10 + entries*2 + entries/4 // a block per directory or file, inode tables, the journal
 	out, err := exec.Command(mke2fs, "-q", "-F", "-t", "ext4", "-b", "1024", "-N", strconv.Itoa(entries+1024), "-d", src, img, strconv.Itoa(kib)+"k").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("mke2fs: %v: %s", err, out)
 	}
+	// mke2fs -d links entries linearly; e2fsck -D indexes every large
+	// directory (dir_index), as the kernel's own mkdirs would have.
+	// Exit status 1 means it changed the file system, which -D does.
+	out, err = exec.Command(filepath.Join(filepath.Dir(mke2fs), "e2fsck"), "-fyD", img).CombinedOutput()
+	var ee *exec.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) {
+		return fmt.Errorf("e2fsck -fyD: %v: %s", err, out)
+	}
 	return nil
+}
+
+// makeWalkImageKernel is MakeWalkImage for root, in seconds rather than
+// minutes: mke2fs makes the empty file system, and the kernel copies src
+// into a read-write loop mount of it (so the directories are indexed as
+// they grow, as dir_index does).
+func makeWalkImageKernel(mke2fs, src, img string, entries int) error {
+	kib := 16<<10 + entries*2 + entries/4
+	out, err := exec.Command(mke2fs, "-q", "-F", "-t", "ext4", "-b", "1024", "-N", strconv.Itoa(entries+1024), img, strconv.Itoa(kib)+"k").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("mke2fs: %v: %s", err, out)
+	}
+	dir, err := os.MkdirTemp("", "iovfs-bench-walk-mnt-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(dir)
+	ctl, err := unix.Open("/dev/loop-control", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ctl)
+	imgFd, err := unix.Open(img, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(imgFd)
+	var dev string
+	for try := 0; ; try++ {
+		n, err := unix.IoctlRetInt(ctl, unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			return fmt.Errorf("LOOP_CTL_GET_FREE: %w", err)
+		}
+		dev = fmt.Sprintf("/dev/loop%d", n)
+		lfd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		cfg := unix.LoopConfig{Fd: uint32(imgFd)}
+		cfg.Info.Flags = unix.LO_FLAGS_AUTOCLEAR
+		err = unix.IoctlLoopConfigure(lfd, &cfg)
+		if errors.Is(err, unix.EBUSY) && try < 10 {
+			unix.Close(lfd)
+			continue
+		}
+		if err == nil {
+			err = unix.Mount(dev, dir, "ext4", 0, "")
+		}
+		unix.Close(lfd) // AUTOCLEAR: the mount keeps it bound
+		if err != nil {
+			return fmt.Errorf("mount %s read-write: %w", dev, err)
+		}
+		break
+	}
+	cp := exec.Command("cp", "-a", src+"/.", dir)
+	out, cerr := cp.CombinedOutput()
+	uerr := (&hostMount{dir: dir}).close()
+	if cerr != nil {
+		return fmt.Errorf("cp -a: %v: %s", cerr, out)
+	}
+	return uerr
 }
 
 // WalkVFS walks root in p: open, getdents until empty, lstat of every
@@ -316,8 +415,12 @@ func walkVFS(opt string, cold bool) func(Params, any) (Op, error) {
 			ns.CountDentryCacheHits(true)
 		}
 		var fs *ext4.FS
+		data := opt
+		if opt == "" && prm.Extra["bcache"] != "" {
+			data = "bcache=" + prm.Extra["bcache"]
+		}
 		mount := func() error {
-			f, err := ext4.Mount(vfs.MountRequest{Proc: p, Source: "/dev/loop0", Flags: unix.MS_RDONLY, Data: opt})
+			f, err := ext4.Mount(vfs.MountRequest{Proc: p, Source: "/dev/loop0", Flags: unix.MS_RDONLY, Data: data})
 			if err != nil {
 				return err
 			}

@@ -18,6 +18,7 @@ func walkBenchEnv(tb testing.TB, tree string) *walkEnv {
 	dirs, files := 65000, 20000
 	if testing.Short() {
 		dirs, files = 500, 500
+		walkImageCache = false // small images are quick to make; leave nothing behind
 	}
 	p := Params{Extra: map[string]string{"tree": tree, "dirs": strconv.Itoa(dirs), "files": strconv.Itoa(files)}}
 	env, cleanup, err := walkSetup(p)
@@ -71,6 +72,8 @@ func TestWalkExperiment(t *testing.T) {
 	if _, err := exec.LookPath("mke2fs"); err != nil {
 		t.Skip("mke2fs (e2fsprogs) is not installed")
 	}
+	walkImageCache = false
+	defer func() { walkImageCache = true }()
 	for _, tree := range []string{"flat", "nested"} {
 		p := Params{Loops: 1, Ops: 2, Size: 1, Extra: map[string]string{"tree": tree, "dirs": "300", "files": "300"}}
 		res, err := Run(walkExperiment, p, Options{})

@@ -311,6 +311,25 @@ func (it *Iter) walk(op int, p []byte, n int) int {
 		it.meta -= uint64(done)
 		return done
 	}
+	if done == n && it.next != nil {
+		// The piece ended with the current segment, as when a file
+		// system copies page by page into page-sized segments: step to
+		// the next segment here when it is not empty.
+		left := int(it.meta>>segShift) & segMask
+		if count -= done; count > 0 && left > 0 {
+			if s := *it.next; len(s) > 0 {
+				it.base, it.cur = unsafe.Pointer(unsafe.SliceData(s)), min(len(s), count)
+				if left--; left > 0 {
+					it.next = (*[]byte)(unsafe.Add(unsafe.Pointer(it.next), sliceSize))
+				} else {
+					it.next = nil
+				}
+				it.meta = pack(count, left, it.Kind())
+				return done
+			}
+		}
+		count += done
+	}
 	var segs [][]byte
 	if it.next != nil {
 		segs = unsafe.Slice(it.next, int(it.meta>>segShift)&segMask)

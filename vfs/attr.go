@@ -389,5 +389,5 @@ func (p *Proc) Ftruncate(fd int, size int64) error {
 	if loc.readonly() {
 		return unix.EROFS
 	}
-	return setattr(loc.node, p.cred.Load().killPriv(st, SetAttr{Valid: SetSize, Size: size}))
+	return setattr(loc.node, p.cred.Load().killPriv(st, SetAttr{Valid: SetSize | SetMtime, Size: size, Mtime: time.Now()}))
 }

@@ -27,7 +27,8 @@ const maxGroups = 65536
 type creds struct {
 	ruid, euid, suid, fsuid uint32
 	rgid, egid, sgid, fsgid uint32
-	// groups are the supplementary groups, sorted, without duplicates.
+	// groups are the supplementary groups, sorted (duplicates are kept,
+	// as Linux's groups_sort keeps them).
 	groups []uint32
 }
 
@@ -38,7 +39,6 @@ var rootCreds = &creds{}
 func newCreds(uid, gid uint32, groups []uint32) *creds {
 	g := slices.Clone(groups)
 	slices.Sort(g)
-	g = slices.Compact(g)
 	return &creds{uid, uid, uid, uid, gid, gid, gid, gid, g}
 }
 
@@ -234,7 +234,6 @@ func (p *Proc) Setgroups(gids []int) error {
 		g[i] = id
 	}
 	slices.Sort(g)
-	g = slices.Compact(g)
 	for {
 		old := p.cred.Load()
 		if !old.capable() {

@@ -54,6 +54,7 @@ package vfs
 // d_revalidate.
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"reflect"
 	"sync"
@@ -71,6 +72,7 @@ const (
 
 type dcache struct {
 	seed    maphash.Seed
+	k0, k1  uint64 // keys of the inline hash
 	buckets []atomic.Pointer[dentry]
 	mask    uint64
 	// off disables the cache (SetDentryCacheSize(0)); stats turns on
@@ -103,24 +105,78 @@ type dcStripe struct {
 }
 
 type dentry struct {
+	// The fields the hit path reads come first, in one cache line: the
+	// hash, the chain link, the directory's words and a short name kept
+	// inline (a separate string would cost another cache miss).
 	hash uint64
+	next atomic.Pointer[dentry]
 	// dirw is dir's interface words (type, pointer): the key compare,
 	// without runtime.ifaceeq. dir keeps the object alive, so no other
 	// node can have the same words while the dentry exists.
-	dirw  [2]uintptr
+	dirw  iwords
+	nlen  int
+	short [dcShortName]byte // the name, if it fits
+	name  string            // the name, if it does not
+
 	dir   Node
-	name  string
 	child Node // nil for a negative dentry
 	fs    FileSystem
 	reval Revalidator // dir's, if it has one
-	next  atomic.Pointer[dentry]
 	ref   atomic.Bool
 	// prev and rnext link the shard's ring, under its mu.
 	prev, rnext *dentry
 }
 
+// dcShortName is the longest name a dentry keeps inline.
+const dcShortName = 24
+
+// is reports whether the dentry's name is name.
+func (e *dentry) is(name string) bool {
+	if e.nlen != len(name) {
+		return false
+	}
+	if len(name) <= 16 {
+		// Two word loads a side, as in hash: no call to memequal.
+		a0, a1 := nameWords(e.short[:len(name)])
+		b0, b1 := nameWords(unsafe.Slice(unsafe.StringData(name), len(name)))
+		return a0 == b0 && a1 == b1
+	}
+	if len(name) <= dcShortName {
+		return string(e.short[:len(name)]) == name
+	}
+	return e.name == name
+}
+
+// nameWords packs a name of at most 16 bytes into two words that differ
+// for different names of the same length: overlapping loads of its first
+// and last 8 (or 4) bytes, or its bytes.
+func nameWords(b []byte) (uint64, uint64) {
+	n := len(b)
+	switch {
+	case n >= 8:
+		return binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[n-8:])
+	case n >= 4:
+		return uint64(binary.LittleEndian.Uint32(b)), uint64(binary.LittleEndian.Uint32(b[n-4:]))
+	case n > 0:
+		return uint64(b[0]) | uint64(b[n/2])<<8 | uint64(b[n-1])<<16, 0
+	}
+	return 0, 0
+}
+
+// setName stores name in e, inline if it fits (so it does not keep the
+// path it was cut from alive either way).
+func (e *dentry) setName(name string) {
+	e.nlen = len(name)
+	if len(name) <= dcShortName {
+		copy(e.short[:], name)
+		return
+	}
+	e.name = string(append([]byte(nil), name...))
+}
+
 func (c *dcache) init(size int) {
 	*c = dcache{seed: maphash.MakeSeed(), stats: c.stats}
+	c.k0, c.k1 = maphash.Comparable(c.seed, 0), maphash.Comparable(c.seed, 1)
 	if size <= 0 {
 		c.off = true
 		size = 1
@@ -181,20 +237,39 @@ func dirWord(dir Node) (uintptr, bool) {
 	if reflect.TypeOf(dir).Kind() != reflect.Pointer {
 		return 0, false
 	}
-	return ifaceWords(dir)[1], true
+	return ifaceWords(dir).data, true
 }
 
-// ifaceWords returns n's type and data words.
-func ifaceWords(n Node) [2]uintptr {
-	return *(*[2]uintptr)(unsafe.Pointer(&n))
+// iwords are an interface value's two words.
+type iwords struct{ typ, data uintptr }
+
+// ifaceWords returns n's type and data words. They are loaded one by one:
+// a single 16-byte load of the two words just stored to the stack misses
+// store forwarding and stalls.
+func ifaceWords(n Node) iwords {
+	p := (*[2]uintptr)(unsafe.Pointer(&n))
+	return iwords{p[0], p[1]}
 }
 
-func mix(w uintptr) uint64 {
+func mix[T uintptr | uint64](w T) uint64 {
 	x := uint64(w)
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd
 	x ^= x >> 33
 	return x
+}
+
+// hash returns the dentry hash of name in directory dir, and dir's
+// pointer word. Names up to 16 bytes, nearly all of them, are hashed
+// inline from two (overlapping) word loads; longer ones by maphash.
+func (c *dcache) hash(dir Node, name string) (uint64, uintptr) {
+	w := ifaceWords(dir).data
+	n := len(name)
+	if n > 16 {
+		return mix(w) ^ maphash.String(c.seed, name), w
+	}
+	lo, hi := nameWords(unsafe.Slice(unsafe.StringData(name), n))
+	return mix(uint64(w)^c.k0^lo) ^ mix(hi^c.k1^uint64(n)<<56), w
 }
 
 func (c *dcache) stripe(w uintptr) *dcStripe {
@@ -207,66 +282,76 @@ func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (No
 	if c.off {
 		return dir.Lookup(name)
 	}
-	w, ok := dirWord(node)
-	if !ok {
-		return dir.Lookup(name)
-	}
-	h := mix(w) ^ maphash.String(c.seed, name)
+	h, w := c.hash(node, name)
 	st := c.stripe(w)
 	gen := st.gen.Load()
-	b := &c.buckets[h&c.mask]
-	s := &c.shards[h&c.mask%dcShards]
 	if st.active.Load() == 0 {
-		words := ifaceWords(node)
-		for e := b.Load(); e != nil; e = e.next.Load() {
-			if e.hash != h || e.dirw != words || e.name != name {
-				continue
-			}
-			if st.gen.Load() != gen {
-				break
-			}
-			if e.reval != nil && !e.reval.Revalidate(name, e.child) {
-				c.remove(s, b, e)
-				break
-			}
-			if !e.ref.Load() {
-				e.ref.Store(true)
-			}
-			if e.child == nil {
-				if c.stats {
-					s.negHits.Add(1)
+		if e := c.find(h, node, name); e != nil && st.gen.Load() == gen {
+			if e.reval == nil || e.reval.Revalidate(name, e.child) {
+				if !e.ref.Load() {
+					e.ref.Store(true)
 				}
-				return nil, errENOENT
+				if e.child == nil {
+					if c.stats {
+						c.shards[h&c.mask%dcShards].negHits.Add(1)
+					}
+					return nil, errENOENT
+				}
+				if c.stats {
+					c.shards[h&c.mask%dcShards].hits.Add(1)
+				}
+				return e.child, nil
 			}
-			if c.stats {
-				s.hits.Add(1)
-			}
-			return e.child, nil
+			c.remove(&c.shards[h&c.mask%dcShards], &c.buckets[h&c.mask], e)
 		}
 	}
+	return c.miss(node, dir, name, fs, h, st, gen)
+}
+
+// find returns the dentry of (node, name), whose hash is h, or nil. It
+// takes no lock. Only pointer-shaped directories get dentries (miss
+// checks), and their type word differs from any other type's, so the
+// words of any node can be compared without that check.
+func (c *dcache) find(h uint64, node Node, name string) *dentry {
+	words := ifaceWords(node)
+	for e := c.buckets[h&c.mask].Load(); e != nil; e = e.next.Load() {
+		if e.hash == h && e.dirw.data == words.data && e.dirw.typ == words.typ && e.is(name) {
+			return e
+		}
+	}
+	return nil
+}
+
+// miss asks the file system and caches its answer.
+//
+//go:noinline
+func (c *dcache) miss(node Node, dir Lookuper, name string, fs FileSystem, h uint64, st *dcStripe, gen uint64) (Node, error) {
+	s := &c.shards[h&c.mask%dcShards]
 	s.misses.Add(1)
 	child, err := dir.Lookup(name)
 	if err != nil && err != errENOENT {
 		return nil, err
 	}
-	e := &dentry{hash: h, dirw: ifaceWords(node), dir: node, name: name, child: child, fs: fs}
+	if _, ok := dirWord(node); !ok {
+		return child, err
+	}
+	e := &dentry{hash: h, dirw: ifaceWords(node), dir: node, child: child, fs: fs}
+	e.setName(name)
 	e.reval, _ = node.(Revalidator)
-	c.insert(s, b, st, gen, e)
+	c.insert(s, &c.buckets[h&c.mask], st, gen, e)
 	return child, err
 }
 
 // insert adds e unless its stripe changed since gen or a dentry for the
 // same key is there.
 func (c *dcache) insert(s *dcShard, b *atomic.Pointer[dentry], st *dcStripe, gen uint64, e *dentry) {
-	// The name may be a slice of a longer path; keep only its bytes.
-	e.name = string(append([]byte(nil), e.name...))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st.active.Load() != 0 || st.gen.Load() != gen {
 		return
 	}
 	for o := b.Load(); o != nil; o = o.next.Load() {
-		if o.hash == e.hash && o.dir == e.dir && o.name == e.name {
+		if o.hash == e.hash && o.dirw == e.dirw && o.nlen == e.nlen && o.short == e.short && o.name == e.name {
 			return
 		}
 	}
@@ -385,12 +470,12 @@ func (ch dchange) done() {
 		}
 		st := c.stripe(w)
 		st.gen.Add(1)
-		h := mix(w) ^ maphash.String(c.seed, name)
+		h, _ := c.hash(d, name)
 		b := &c.buckets[h&c.mask]
 		s := &c.shards[h&c.mask%dcShards]
 		s.mu.Lock()
 		for e := b.Load(); e != nil; e = e.next.Load() {
-			if e.hash == h && e.dir == d && e.name == name {
+			if e.hash == h && e.dir == d && e.is(name) {
 				c.unlink(s, e)
 			}
 		}

@@ -35,7 +35,7 @@ const fallocModeMask = unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_COLLAPSE_RANGE
 //
 // Errors are bare syscall.Errno values.
 func (p *Proc) Fallocate(fd int, mode uint32, off, length int64) error {
-	f := p.files.get(fd)
+	f := p.fdget(fd)
 	if f == nil {
 		return errEBADF
 	}

@@ -40,12 +40,20 @@ const setflMask = unix.O_APPEND | unix.O_NONBLOCK | unix.O_DIRECT | unix.O_NOATI
 //     (here they give EFAULT); any other command goes to the handle's
 //     Fcntler, and without one gives EINVAL.
 //
-// A descriptor that is not open gives EBADF, checked first. Errors are
-// bare syscall.Errno values.
+// A descriptor that is not open gives EBADF, checked first; so does any
+// command but F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD and F_GETFL on
+// an O_PATH descriptor. Errors are bare syscall.Errno values.
 func (p *Proc) Fcntl(fd, cmd, arg int) (int, error) {
 	f := p.files.get(fd)
 	if f == nil {
 		return -1, errEBADF
+	}
+	if f.flags.Load()&unix.O_PATH != 0 {
+		switch cmd { // check_fcntl_cmd
+		case unix.F_DUPFD, unix.F_DUPFD_CLOEXEC, unix.F_GETFD, unix.F_SETFD, unix.F_GETFL:
+		default:
+			return -1, errEBADF
+		}
 	}
 	switch cmd {
 	case unix.F_DUPFD, unix.F_DUPFD_CLOEXEC:
@@ -68,7 +76,7 @@ func (p *Proc) Fcntl(fd, cmd, arg int) (int, error) {
 	case unix.F_GETFL:
 		return int(f.flags.Load()), nil
 	case unix.F_SETFL:
-		return 0, f.setfl(arg)
+		return 0, f.setfl(p, arg)
 	case unix.F_GETLK, unix.F_SETLK, unix.F_SETLKW, unix.F_OFD_GETLK, unix.F_OFD_SETLK, unix.F_OFD_SETLKW:
 		return -1, unix.EFAULT
 	}
@@ -88,10 +96,20 @@ func (p *Proc) Fcntl(fd, cmd, arg int) (int, error) {
 }
 
 // setfl is F_SETFL (Linux setfl): the checks, then one atomic store of the
-// new status flags. setflMu-free: concurrent F_SETFLs on one file each
-// store a whole word, the last one wins, as with Linux's f_lock.
-func (f *file) setfl(arg int) error {
+// new status flags. Concurrent F_SETFLs on one file each store a whole
+// word; the last one wins, as with Linux's f_lock.
+func (f *file) setfl(p *Proc, arg int) error {
 	old := int(f.flags.Load())
+	if arg&unix.O_NOATIME != 0 && old&unix.O_NOATIME == 0 {
+		// O_NOATIME only for the file's owner or CAP_FOWNER.
+		st, err := f.stat()
+		if err != nil {
+			return err
+		}
+		if !p.inodeOwnerOrCapable(st) {
+			return unix.EPERM
+		}
+	}
 	nf := arg&setflMask | old&^setflMask
 	if fs, ok := f.h.(FlagSetter); ok {
 		// The driver's SetFlags plays ->fasync, which alone changes
@@ -133,6 +151,17 @@ func openFlags(h Handle, st Stat, flags int) error {
 		}
 	}
 	return nil
+}
+
+// fdget returns the file open as fd for the calls that Linux makes through
+// fdget, which refuses O_PATH descriptors: nil, for EBADF, if fd is not
+// open or is an O_PATH descriptor.
+func (p *Proc) fdget(fd int) *file {
+	f := p.files.get(fd)
+	if f == nil || f.flags.Load()&unix.O_PATH != 0 {
+		return nil
+	}
+	return f
 }
 
 // Dup3 is Dup2 with flags, as dup3(2): O_CLOEXEC sets FD_CLOEXEC on

@@ -51,6 +51,8 @@ type file struct {
 	mnt *mount
 	// loc is where the file was opened, for getdents' "..".
 	loc location
+	// cred is the opener's credentials (Linux f_cred), set by open.
+	cred *creds
 
 	// flags are the file status flags, Linux's f_flags: the open(2)
 	// flags less O_CREAT, O_EXCL, O_NOCTTY, O_TRUNC and O_CLOEXEC, plus
@@ -70,7 +72,11 @@ type file struct {
 // chooses its call paths.
 func newFile(n Node, h Handle, flags int) *file {
 	f := &file{node: n, h: h}
-	f.flags.Store(int32(flags&^(unix.O_CREAT|unix.O_EXCL|unix.O_TRUNC|unix.O_NOCTTY|unix.O_CLOEXEC) | oLargefile))
+	fl := flags &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_NOCTTY | unix.O_CLOEXEC)
+	if fl&unix.O_PATH == 0 {
+		fl |= oLargefile // not on O_PATH files: measured, F_GETFL gives O_PATH alone
+	}
+	f.flags.Store(int32(fl))
 	switch flags & unix.O_ACCMODE {
 	case unix.O_RDONLY:
 		f.mode |= fmRead

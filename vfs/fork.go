@@ -14,7 +14,8 @@ func (p *Proc) Fork() (*Proc, error) {
 	child := &Proc{ns: p.ns, pid: newPid()}
 	child.cwd.Store(p.cwd.Load())
 	child.umask.Store(p.umask.Load())
-	child.cred.Store(p.cred.Load())
+	c := *p.cred.Load() // copy_creds: the child has credentials of its own
+	child.cred.Store(&c)
 	p.files.forkInto(&child.files)
 	return child, nil
 }

@@ -27,6 +27,9 @@ func (p *Proc) Getdents(fd int) ([]Dirent, error) {
 	var out []Dirent
 	// Positions 0 and 1 are "." and ".."; after them the position is the
 	// file system's cookie plus 2.
+	if f.pos < 2 {
+		out = make([]Dirent, 0, 8) // a listing's first call: grow once, not at 1, 2 and 4
+	}
 	if f.pos == 0 {
 		st, _ := f.node.Stat()
 		out = append(out, Dirent{Name: ".", Ino: st.Ino, Type: unix.DT_DIR, Off: 1})

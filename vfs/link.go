@@ -12,7 +12,9 @@ func (p *Proc) Link(oldpath, newpath string) error {
 // Linkat is Link with each path relative to its own directory descriptor,
 // as linkat(2) does. AT_SYMLINK_FOLLOW follows a final symlink in
 // oldpath; AT_EMPTY_PATH with an empty oldpath links the file open as
-// olddirfd, which needs CAP_DAC_READ_SEARCH (ENOENT otherwise, as Linux);
+// olddirfd, which must have been opened with the caller's current
+// credentials (not changed since by a set*id call) or needs
+// CAP_DAC_READ_SEARCH: ENOENT otherwise, as Linux 6.10+;
 // other flags give EINVAL. As on this machine (fs.protected_hardlinks=1),
 // a caller that does not own the file may link it only if it is a regular
 // file without set-user-ID (or executable set-group-ID) bits that it may
@@ -27,8 +29,12 @@ func (p *Proc) linkAt(op string, olddirfd int, oldpath string, newdirfd int, new
 		return pathErr(op, oldpath, errEINVAL)
 	}
 	c := p.cred.Load()
-	if flags&unix.AT_EMPTY_PATH != 0 && !c.fsCapable() {
-		return pathErr(op, oldpath, errENOENT)
+	if flags&unix.AT_EMPTY_PATH != 0 && oldpath == "" && !c.capable() {
+		// Linux 6.10+: a descriptor opened with the caller's very
+		// credentials (f_cred == current_cred), or CAP_DAC_READ_SEARCH.
+		if f := p.files.get(olddirfd); f != nil && f.cred != c {
+			return pathErr(op, oldpath, errENOENT)
+		}
 	}
 	lf := unix.AT_EMPTY_PATH
 	if flags&unix.AT_SYMLINK_FOLLOW == 0 {

@@ -93,8 +93,7 @@ func nodeLocksFor(n Node, create bool) *nodeLocks {
 			locks.nodes = make(map[Node]*nodeLocks)
 			locks.waiting = make(map[*Proc]any)
 		}
-		nl = &nodeLocks{}
-		nl.cond.L = &locks.mu
+		nl = nodeLocksPool.Get().(*nodeLocks)
 		locks.nodes[n] = nl
 		locks.count.Add(1)
 	}
@@ -124,8 +123,19 @@ func (nl *nodeLocks) dropIfEmpty(n Node) {
 	if len(nl.record) == 0 && len(nl.flock) == 0 && nl.waiters == 0 {
 		delete(locks.nodes, n)
 		locks.count.Add(-1)
+		// Nobody holds nl now: lock calls reach it only through the table,
+		// under locks.mu, and no waiter sleeps on it.
+		nodeLocksPool.Put(nl)
 	}
 }
+
+// nodeLocksPool keeps emptied nodeLocks, with their slices' capacity, so
+// that locking a file that has no locks does not allocate.
+var nodeLocksPool = sync.Pool{New: func() any {
+	nl := &nodeLocks{}
+	nl.cond.L = &locks.mu
+	return nl
+}}
 
 // wait sleeps until nl changes; locks.mu must be held. A process-associated
 // waiter p records that it waits for owner.
@@ -167,7 +177,7 @@ func (p *Proc) Flock(fd, how int) error {
 	default:
 		return errEINVAL
 	}
-	f := p.files.get(fd)
+	f := p.fdget(fd)
 	if f == nil {
 		return errEBADF
 	}
@@ -238,7 +248,7 @@ func (p *Proc) Flock(fd, how int) error {
 // offset EOVERFLOW; an unknown Whence, Type or cmd gives EINVAL. The
 // checks run in Linux's order: fd (EBADF), range, type, access mode, Pid.
 func (p *Proc) FcntlFlock(fd int, cmd int, lk *unix.Flock_t) error {
-	f := p.files.get(fd)
+	f := p.fdget(fd) // fcntl's check_fcntl_cmd: no lock commands on O_PATH
 	if f == nil {
 		return errEBADF
 	}
@@ -436,22 +446,24 @@ func deadlocks(caller *Proc, owner any) bool {
 // apply sets req, which conflicts with no lock of another owner, into
 // nl's record list: req's owner's locks are merged and split around it
 // (F_UNLCK only splits), and the owner's run stays where it was in the
-// list, sorted by start.
+// list, sorted by start. It works in place: an owner's locks go through
+// arrays on the stack, so a lock or unlock allocates only when the list
+// outgrows its capacity.
 func (nl *nodeLocks) apply(req recordLock) {
-	first := -1
-	var own []recordLock
-	out := nl.record[:0:0]
+	var ownBuf, mergedBuf [8]recordLock
+	own, merged := ownBuf[:0], mergedBuf[:0]
+	first, k := -1, 0
 	for _, l := range nl.record {
 		if l.owner != req.owner {
-			out = append(out, l)
+			nl.record[k] = l
+			k++
 			continue
 		}
 		if first < 0 {
-			first = len(out)
+			first = k
 		}
 		own = append(own, l)
 	}
-	var merged []recordLock
 	for _, l := range own {
 		switch {
 		case l.typ == req.typ:
@@ -482,13 +494,21 @@ func (nl *nodeLocks) apply(req recordLock) {
 	}
 	sortByStart(merged)
 	if first < 0 {
-		first = len(out)
+		first = k
 	}
-	res := make([]recordLock, 0, len(out)+len(merged))
-	res = append(res, out[:first]...)
-	res = append(res, merged...)
-	res = append(res, out[first:]...)
-	nl.record = res
+	// Open a gap of len(merged) at first and put the owner's run there.
+	rec := nl.record[:k]
+	n := k + len(merged)
+	if n > cap(rec) {
+		grown := make([]recordLock, k, n+n/2)
+		copy(grown, rec)
+		rec = grown
+	}
+	clear(nl.record[k:]) // the old places of the owner's locks
+	rec = rec[:n]
+	copy(rec[first+len(merged):], rec[first:k])
+	copy(rec[first:], merged)
+	nl.record = rec
 }
 
 // sortByStart is an insertion sort: an owner has few locks on one node.

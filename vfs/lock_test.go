@@ -261,3 +261,84 @@ func TestLockAccessMode(t *testing.T) {
 		t.Errorf("flock with a bad operation on a closed fd: %v, want EINVAL (checked first)", err)
 	}
 }
+
+// TestLockNoAllocs: an uncontended lock and unlock of each kind allocates
+// nothing once the lock table has warmed up.
+func TestLockNoAllocs(t *testing.T) {
+	s := newProc(t)
+	fd := mustOpen(t, s.p, "/both", unix.O_RDWR)
+	for _, k := range lockKinds {
+		if n := testing.AllocsPerRun(100, func() {
+			if err := k.lock(s.p, fd, false); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.unlock(s.p, fd); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("%s lock and unlock: %v allocations, want 0", k.name, n)
+		}
+	}
+}
+
+// TestLockFork: a forked child is a new owner of process-associated locks
+// (it inherits none, and its locks conflict with the parent's), while OFD
+// and flock locks belong to the shared open file description, as after
+// fork(2). The child's close of its copy of a descriptor drops only its
+// own POSIX locks.
+func TestLockFork(t *testing.T) {
+	s := newProc(t)
+	p := s.p
+	fd := mustOpen(t, p, "/both", unix.O_RDWR)
+	wr := func(start int64) *unix.Flock_t { return &unix.Flock_t{Type: unix.F_WRLCK, Start: start, Len: 1} }
+	if err := p.FcntlFlock(fd, unix.F_SETLK, wr(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.FcntlFlock(fd, unix.F_OFD_SETLK, wr(5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Flock(fd, unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.Fork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Pid() == p.Pid() || c.Pid() <= 0 {
+		t.Fatalf("child pid %d, parent %d", c.Pid(), p.Pid())
+	}
+	if err := c.FcntlFlock(fd, unix.F_SETLK, wr(0)); err != syscall.EAGAIN {
+		t.Errorf("child F_SETLK on the parent's POSIX lock: %v, want EAGAIN", err)
+	}
+	lk := unix.Flock_t{Type: unix.F_WRLCK}
+	if err := c.FcntlFlock(fd, unix.F_GETLK, &lk); err != nil || lk.Pid != int32(p.Pid()) {
+		t.Errorf("child F_GETLK: %+v, %v; want the parent's pid %d", lk, err, p.Pid())
+	}
+	// The OFD and flock locks are the description's, so the child holds them.
+	if err := c.FcntlFlock(fd, unix.F_OFD_SETLK, wr(5)); err != nil {
+		t.Errorf("child F_OFD_SETLK on the shared description's lock: %v", err)
+	}
+	if err := c.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Errorf("child flock on the shared description: %v", err)
+	}
+	if err := c.FcntlFlock(fd, unix.F_SETLK, wr(9)); err != nil {
+		t.Fatal(err)
+	}
+	c.Close(fd) // the child's POSIX lock at 9 goes; the parent's at 0 stays
+	q := vfs.NewProc(p.Namespace())
+	qfd := mustOpen(t, q, "/both", unix.O_RDWR)
+	if err := q.FcntlFlock(qfd, unix.F_SETLK, wr(9)); err != nil {
+		t.Errorf("child's POSIX lock after its close: %v", err)
+	}
+	if err := q.FcntlFlock(qfd, unix.F_SETLK, wr(0)); err != syscall.EAGAIN {
+		t.Errorf("parent's POSIX lock after the child's close: %v, want EAGAIN", err)
+	}
+	if err := q.FcntlFlock(qfd, unix.F_SETLK, wr(5)); err != syscall.EAGAIN {
+		t.Errorf("OFD lock after the child's close (parent still has the description): %v, want EAGAIN", err)
+	}
+	p.Close(fd)
+	q.Close(qfd)
+	if n := vfs.LockNodes(); n != 0 {
+		t.Errorf("%d nodes keep lock state", n)
+	}
+}

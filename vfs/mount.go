@@ -78,15 +78,10 @@ type Namespace struct {
 	// mu serialises mount and unmount; mounts is replaced under it.
 	mu     sync.Mutex
 	mounts atomic.Pointer[map[mountKey]*mount]
-	// points lists the nodes that mounts cover (mountKey.point), so the
-	// walk's mountedOn can answer "no mount here" without hashing when
-	// there are few; it is stored around each mounts update so that it
-	// always holds every point of the table a reader loaded.
-	points atomic.Pointer[[]Node]
-	// pointWords is points as interface words, or nil when a point's
-	// type is not a pointer (then words do not decide ==); stored with
-	// points.
-	pointWords atomic.Pointer[[][2]uintptr]
+	// mountList is the table as a short list, or nil (see listOf):
+	// mountedOn scans it rather than hashing a mountKey. It is replaced
+	// after mounts, from the same table; a reader uses one or the other.
+	mountList atomic.Pointer[[]mountEntry]
 
 	nextDev atomic.Uint32
 
@@ -142,6 +137,7 @@ func NewNamespace(root FileSystem) *Namespace {
 	ns.root = &mount{fs: root, root: root.Root(), dev: ns.newDev()}
 	m := map[mountKey]*mount{}
 	ns.mounts.Store(&m)
+	ns.mountList.Store(listOf(m))
 	return ns
 }
 
@@ -151,71 +147,46 @@ func (ns *Namespace) newDev() uint64 {
 	return Mkdev(0, 16+ns.nextDev.Add(1))
 }
 
-// mountedOn returns the mount that covers node in parent, or nil. It
-// loads the table before points (see points).
+// mountedOn returns the mount that covers node in parent, or nil.
 func (ns *Namespace) mountedOn(parent *mount, node Node) *mount {
-	t := ns.mounts.Load()
-	if pw := ns.pointWords.Load(); pw != nil && len(*pw) <= maxPointScan {
+	if l := ns.mountList.Load(); l != nil {
 		w := ifaceWords(node)
-		for _, p := range *pw {
-			if p == w {
-				return (*t)[mountKey{parent, node}]
+		for i := range *l {
+			if e := &(*l)[i]; e.point.data == w.data && e.point.typ == w.typ && e.parent == parent {
+				return e.m
 			}
 		}
 		return nil
 	}
-	if pts := ns.points.Load(); pts != nil && len(*pts) <= maxPointScan {
-		found := false
-		for _, p := range *pts {
-			if p == node {
-				found = true
-				break
-			}
-		}
-		if !found {
+	return (*ns.mounts.Load())[mountKey{parent, node}]
+}
+
+// mountEntry is one entry of the table, for mountList.
+type mountEntry struct {
+	parent *mount
+	point  iwords
+	m      *mount
+}
+
+// maxMountScan is how many mounts mountedOn scans before it prefers the
+// map.
+const maxMountScan = 16
+
+// listOf returns table t as a list for mountedOn, or nil if it is too
+// long or holds a mount point whose type is not a pointer (its words
+// would not decide ==).
+func listOf(t map[mountKey]*mount) *[]mountEntry {
+	if len(t) > maxMountScan {
+		return nil
+	}
+	l := make([]mountEntry, 0, len(t))
+	for k, m := range t {
+		if _, ok := dirWord(k.point); !ok {
 			return nil
 		}
+		l = append(l, mountEntry{k.parent, ifaceWords(k.point), m})
 	}
-	return (*t)[mountKey{parent, node}]
-}
-
-// maxPointScan is how many mount points mountedOn scans before it
-// prefers the map.
-const maxPointScan = 16
-
-// storePoints publishes pts and their words.
-func (ns *Namespace) storePoints(pts *[]Node) {
-	var pw *[][2]uintptr
-	words := make([][2]uintptr, 0, len(*pts))
-	for _, p := range *pts {
-		if _, ok := dirWord(p); !ok {
-			words = nil
-			break
-		}
-		words = append(words, ifaceWords(p))
-	}
-	if words != nil {
-		pw = &words
-	}
-	ns.pointWords.Store(pw)
-	ns.points.Store(pts)
-}
-
-// pointsOf lists the distinct mount points of the tables ts.
-func pointsOf(ts ...map[mountKey]*mount) *[]Node {
-	var pts []Node
-	for _, t := range ts {
-	next:
-		for k := range t {
-			for _, p := range pts {
-				if p == k.point {
-					continue next
-				}
-			}
-			pts = append(pts, k.point)
-		}
-	}
-	return &pts
+	return &l
 }
 
 // update replaces the mount table with a copy changed by fn, under mu.
@@ -228,9 +199,8 @@ func (ns *Namespace) update(fn func(map[mountKey]*mount)) {
 		next[k] = v
 	}
 	fn(next)
-	ns.storePoints(pointsOf(old, next)) // a superset while both tables may be loaded
 	ns.mounts.Store(&next)
-	ns.storePoints(pointsOf(next))
+	ns.mountList.Store(listOf(next))
 }
 
 // attach mounts fs on the directory dir of mount parent, on top of any

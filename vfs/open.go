@@ -1,6 +1,8 @@
 package vfs
 
 import (
+	"time"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -85,7 +87,11 @@ func (p *Proc) openFile(dirfd int, path string, flags int, perm uint32, resolve 
 	if err != nil {
 		return nil, err
 	}
-	return p.openLoc(loc, flags, created)
+	f, err := p.openLoc(loc, flags, created)
+	if f != nil {
+		f.cred = w.cred
+	}
+	return f, err
 }
 
 // oPathFlags are the flags O_PATH keeps (O_PATH_FLAGS); oTmpfile is
@@ -251,7 +257,7 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 	if trunc {
 		// Linux truncates in the VFS (handle_truncate), after the checks
 		// above; a caller without CAP_FSETID loses the set-ID bits.
-		if err := setattr(loc.node, c.killPriv(st, SetAttr{Valid: SetSize, Size: 0})); err != nil {
+		if err := setattr(loc.node, c.killPriv(st, SetAttr{Valid: SetSize | SetMtime, Size: 0, Mtime: time.Now()})); err != nil {
 			if r, ok := h.(Releaser); ok {
 				r.Release()
 			}
@@ -259,6 +265,9 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 		}
 	}
 	f := newFile(loc.node, h, flags)
+	if writes && typ == unix.S_IFREG {
+		f.mode |= fmKillPriv
+	}
 	f.mnt = loc.mnt
 	f.loc = loc
 	loc.mnt.openFiles.Add(1)

@@ -288,7 +288,10 @@ const (
 // Setattrer changes a node's attributes (chmod, truncate, utimes, chown).
 // Changing the size of a directory gives EISDIR, of another non-regular
 // file EINVAL. A size past the file system's limit gives EFBIG or ENOSPC.
-// Every change sets ctime.
+// Every change sets ctime; a SetSize alone may leave the times as they
+// were where the file system's truncate(2) does (tmpfs: the current size
+// of an empty file): ftruncate and O_TRUNC add SetMtime with the current
+// time, as Linux adds ATTR_MTIME|ATTR_CTIME.
 type Setattrer interface {
 	Setattr(a SetAttr) error
 }

@@ -11,7 +11,10 @@
 //
 // A Proc has credentials (cred.go) and is refused where Linux would refuse
 // it (permission.go): NewProc gives a root process, NewProcCred an
-// unprivileged one.
+// unprivileged one. The dirfd-relative calls share at.go; openat2's
+// confinement is in openat2.go and the walk (walk.go); access.go, fork.go,
+// device.go (device numbers to drivers) and privs.go (set-ID bits cleared
+// by writes) hold the rest.
 package vfs
 
 import (

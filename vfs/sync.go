@@ -13,7 +13,7 @@ import "golang.org/x/sys/unix"
 // descriptor that is not open gives EBADF. The access mode does not
 // matter.
 func (p *Proc) Fsync(fd int) error {
-	f := p.files.get(fd)
+	f := p.fdget(fd)
 	if f == nil {
 		return errEBADF
 	}
@@ -27,7 +27,7 @@ func (p *Proc) Fsync(fd int) error {
 // back, as fdatasync(2): it calls the handle's DataSyncer, or else its
 // Syncer, with Fsync's rules otherwise.
 func (p *Proc) Fdatasync(fd int) error {
-	f := p.files.get(fd)
+	f := p.fdget(fd)
 	if f == nil {
 		return errEBADF
 	}

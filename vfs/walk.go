@@ -141,14 +141,25 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 	trimmed := strings.TrimRight(path, "/")
 	trailing := len(trimmed) < len(path)
 	rest := trimmed
+	// cur's mode, owner and group, once the Stat that checks it is a
+	// directory has shown them: the search check then costs a compare.
+	var dmode, duid, dgid uint32
+	known := false
+	check := w.cred != nil && !w.cred.fsCapable() // CAP_DAC_OVERRIDE searches anything
 	for {
 		for len(rest) > 0 && rest[0] == '/' {
 			rest = rest[1:]
 		}
-		if rest != "" && w.cred != nil {
+		if rest != "" && check {
 			// may_lookup: search permission on every directory a name
 			// is looked up in, the last one included.
-			if err := w.cred.mayLookup(cur); err != nil {
+			if !known {
+				var err error
+				if dmode, duid, dgid, err = nodeAttrs(cur.node); err != nil {
+					return location{}, "", false, err
+				}
+			}
+			if err := w.cred.generic(dmode, duid, dgid, MayExec); err != nil {
 				return location{}, "", false, err
 			}
 		}
@@ -166,9 +177,11 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 		if err != nil {
 			return location{}, "", false, err
 		}
-		if err := mustDir(next.node); err != nil {
-			return location{}, "", false, err
+		st, err := next.node.Stat()
+		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return location{}, "", false, errENOTDIR
 		}
+		dmode, duid, dgid, known = st.Mode, st.Uid, st.Gid, true
 		cur, rest = next, rest[i:]
 	}
 }

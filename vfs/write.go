@@ -25,6 +25,9 @@ func (p *Proc) Write(fd int, b []byte) (int, error) {
 	if f.mode&fmHold != 0 {
 		return f.heldWrite(b)
 	}
+	if f.mode&fmKillPriv != 0 && len(b) != 0 {
+		p.removePrivs(f)
+	}
 	if f.mode&fmNoPos != 0 {
 		return f.writeBuf(b, 0)
 	}
@@ -49,6 +52,9 @@ func (p *Proc) Pwrite(fd int, b []byte, off int64) (int, error) {
 	if err := verifyArea(off, len(b)); err != nil {
 		return 0, err
 	}
+	if f.mode&fmKillPriv != 0 && len(b) != 0 {
+		p.removePrivs(f)
+	}
 	if f.appending() && f.app != nil {
 		_, n, err := f.app.Append(iov.Buf(b))
 		return fixCount(n, err)
@@ -65,6 +71,9 @@ func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
 	}
 	if f.mode&fmHold != 0 {
 		return f.heldWritev(iovs, 0)
+	}
+	if f.mode&fmKillPriv != 0 && anyBytes(iovs) {
+		p.removePrivs(f)
 	}
 	if len(iovs) == 1 && len(iovs[0]) != 0 && !f.appending() {
 		if f.mode&fmNoPos != 0 {
@@ -93,6 +102,9 @@ func (p *Proc) Pwritev(fd int, iovs [][]byte, off int64) (int, error) {
 		if err := verifyArea(off, len(b)); err != nil {
 			return 0, err
 		}
+		if f.mode&fmKillPriv != 0 {
+			p.removePrivs(f)
+		}
 		if f.appending() && f.app != nil {
 			_, n, err := f.app.Append(iov.Buf(b))
 			return fixCount(n, err)
@@ -115,6 +127,9 @@ func (p *Proc) Pwritev(fd int, iovs [][]byte, off int64) (int, error) {
 	if err := verifyArea(off, it.Len()); err != nil {
 		return 0, err
 	}
+	if f.mode&fmKillPriv != 0 {
+		p.removePrivs(f)
+	}
 	if f.appends(0) {
 		_, n, err := f.app.Append(it)
 		return fixCount(n, err)
@@ -131,6 +146,9 @@ func (p *Proc) Pwritev2(fd int, iovs [][]byte, off int64, flags int) (int, error
 		f := p.files.get(fd)
 		if f == nil || f.mode&fmWrite == 0 {
 			return 0, errEBADF
+		}
+		if f.mode&fmKillPriv != 0 && anyBytes(iovs) {
+			p.removePrivs(f)
 		}
 		if f.mode&fmHold != 0 {
 			return f.heldWritev(iovs, flags)
@@ -153,6 +171,9 @@ func (p *Proc) Pwritev2(fd int, iovs [][]byte, off int64, flags int) (int, error
 	}
 	if err := verifyArea(off, it.Len()); err != nil {
 		return 0, err
+	}
+	if f.mode&fmKillPriv != 0 {
+		p.removePrivs(f)
 	}
 	if flags&^f.rwfWrite != 0 {
 		return 0, errEOPNOTSUP

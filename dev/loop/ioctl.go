@@ -13,8 +13,19 @@ import (
 // Ioctl implements vfs.Ioctler: the loop requests (lo_ioctl), then the
 // generic block ones. Any other request gives EINVAL, as Linux's
 // lo_simple_ioctl does.
+//
+// LOOP_SET_STATUS64, LOOP_SET_CAPACITY, LOOP_SET_DIRECT_IO and
+// LOOP_SET_BLOCK_SIZE need the device open for writing or CAP_SYS_ADMIN
+// (EPERM), as lo_ioctl checks; the others rely on the device node's
+// permissions, as in Linux.
 func (h *handle) Ioctl(p *vfs.Proc, req uint, arg any) (int, error) {
 	d := h.d
+	switch req {
+	case unix.LOOP_SET_STATUS64, unix.LOOP_SET_CAPACITY, unix.LOOP_SET_DIRECT_IO, unix.LOOP_SET_BLOCK_SIZE:
+		if !h.writable && !p.Privileged() {
+			return 0, syscall.EPERM
+		}
+	}
 	switch req {
 	case unix.LOOP_CONFIGURE:
 		cfg, ok := arg.(*unix.LoopConfig)

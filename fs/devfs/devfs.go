@@ -149,3 +149,11 @@ func (n *node) Stat() (vfs.Stat, error) {
 }
 
 func (n *node) Open(flags int) (vfs.Handle, error) { return n.dev.Open(flags) }
+
+// Statfs implements vfs.Statfser. Linux's /dev is devtmpfs, a tmpfs: it
+// reports TMPFS_MAGIC, 4 KiB blocks and 255-byte names. devfs holds no
+// data and has no limits, so the counts are 0, as simple_statfs leaves
+// them.
+func (fs *FS) Statfs() (unix.Statfs_t, error) {
+	return unix.Statfs_t{Type: unix.TMPFS_MAGIC, Bsize: 4096, Frsize: 4096, Namelen: 255}, nil
+}

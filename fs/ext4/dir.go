@@ -318,7 +318,22 @@ type dxFrame struct {
 func (v *Volume) dxLookup(dir *Inode, name []byte) (uint32, error) {
 	n := v.dirBlocks(dir)
 	var c ExtentCache
-	root := make([]byte, v.bs)
+	// The node buffers come from the volume's pool: a lookup per path
+	// component must not allocate a block's worth each time.
+	var held [4]*[]byte
+	nheld := 0
+	newBuf := func() []byte {
+		bp := v.getBuf()
+		held[nheld] = bp
+		nheld++
+		return *bp
+	}
+	defer func() {
+		for _, bp := range held[:nheld] {
+			v.putBuf(bp)
+		}
+	}()
+	root := newBuf()
 	if hole, _, err := v.dirBlock(dir, &c, 0, root); err != nil {
 		return 0, err
 	} else if hole {
@@ -373,7 +388,7 @@ func (v *Volume) dxLookup(dir *Inode, name []byte) (uint32, error) {
 		if child == 0 || child >= n {
 			return 0, errBadDx
 		}
-		blk = make([]byte, v.bs)
+		blk = newBuf()
 		if hole, _, err := v.dirBlock(dir, &c, child, blk); err != nil {
 			return 0, err
 		} else if hole {
@@ -385,7 +400,7 @@ func (v *Volume) dxLookup(dir *Inode, name []byte) (uint32, error) {
 		}
 		wantLimit = nodeLimit
 	}
-	leaf := make([]byte, v.bs)
+	leaf := newBuf()
 	for visits := uint64(0); visits < n; visits++ {
 		f := &frames[len(frames)-1]
 		lb := uint64(le32(f.b, f.co+8*f.at+4) & 0x0fffffff)

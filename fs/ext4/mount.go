@@ -154,6 +154,8 @@ type FS struct {
 	mu    sync.Mutex
 	nodes map[uint32]vfs.Node
 
+	statfs statfsCache // statfs.go
+
 	shutdown sync.Once
 }
 

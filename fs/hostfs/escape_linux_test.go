@@ -42,7 +42,7 @@ func TestEscape(t *testing.T) {
 	if os.Getenv(escapeChild) == "" {
 		testenv.RequireRoot(t, "a private mount namespace with a scratch root")
 		cmd := exec.Command(os.Args[0], "-test.run=^TestEscape$", "-test.v", "-test.timeout=5m")
-		cmd.Env = append(os.Environ(), escapeChild+"=1")
+		cmd.Env = append(os.Environ(), escapeChild+"="+t.TempDir())            // the scratch root's mount point
 		cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: unix.CLONE_NEWNS} // mounts made private by os/exec
 		out, err := cmd.CombinedOutput()
 		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -58,18 +58,15 @@ func TestEscape(t *testing.T) {
 		}
 		return
 	}
-	scratchRoot(t)
+	scratchRoot(t, os.Getenv(escapeChild))
 	runEscape(t)
 }
 
-// scratchRoot makes a strictatime tmpfs the process's root, with /proc
-// and /tmp. The mount namespace is the child's own, so everything mounted
-// here goes away with it.
-func scratchRoot(t *testing.T) {
-	dir, err := os.MkdirTemp("", "iovfs-escape-root-")
-	if err != nil {
-		t.Fatal(err)
-	}
+// scratchRoot makes a strictatime tmpfs mounted on dir (an empty
+// directory the parent made) the process's root, with /proc and /tmp. The
+// mount namespace is the child's own, so everything mounted here goes
+// away with it.
+func scratchRoot(t *testing.T, dir string) {
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_STRICTATIME, "size=64m,mode=0755"); err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func (fs *FS) newDir(parent *Dir, mode uint32, c vfs.Cred, now instant) *Dir {
 func (d *Dir) dtype() uint8 { return unix.DT_DIR }
 
 // free returns the inode to nr_inodes; Rmdir has emptied the directory.
-func (d *Dir) free() { d.fs.inodes.Add(-1) }
+func (d *Dir) free() { d.dropXattrs(); d.fs.inodes.Add(-1) }
 
 // Stat implements vfs.Node. Nlink is 2 plus the subdirectories, and 0 once
 // the directory is removed.
@@ -227,6 +227,12 @@ func (d *Dir) Link(name string, target vfs.Node) error {
 		b.mu.Unlock()
 		return errENOENT
 	}
+	// shmem_link: every extra link takes an inode's worth of nr_inodes
+	// (BOGO_INODE_SIZE), since each pins a dentry; dropLink gives it back.
+	if !d.fs.reserveInode() {
+		b.mu.Unlock()
+		return errENOSPC
+	}
 	b.nlink.Add(1)
 	now := clockNow().wall
 	b.changed(now, false)
@@ -260,6 +266,9 @@ func (d *Dir) Unlink(name string) error {
 func dropLink(n node, now int64) {
 	b := n.base()
 	b.mu.Lock()
+	if _, dir := n.(*Dir); !dir && b.nlink.Load() > 1 {
+		b.fs.inodes.Add(-1) // shmem_unlink: an extra link's share of nr_inodes
+	}
 	b.nlink.Add(-1)
 	b.changed(now, false)
 	b.mu.Unlock()

@@ -103,10 +103,12 @@ func (f *File) Open(flags int) (vfs.Handle, error) {
 	return &OpenFile{f: f}, nil
 }
 
-// Setattr implements vfs.Setattrer. A size, even the current one, sets
-// mtime and ctime, overriding a Mtime given with it: Linux 6.x does so for
-// truncate(2), ftruncate(2) and O_TRUNC on tmpfs alike (measured). A
-// negative size gives EINVAL.
+// Setattr implements vfs.Setattrer. A size sets mtime and ctime,
+// overriding a Mtime given with it, when it changes the size or when the
+// file holds pages (shmem_setattr calls shmem_truncate_range then, which
+// touches both): the current size of an empty file changes nothing, as
+// truncate(2) shows on Linux 6.18 (ftruncate and O_TRUNC come with
+// SetMtime, Linux's ATTR_MTIME|ATTR_CTIME). A negative size gives EINVAL.
 func (f *File) Setattr(a vfs.SetAttr) error {
 	if a.Valid&vfs.SetSize != 0 && a.Size < 0 {
 		return errEINVAL
@@ -117,14 +119,17 @@ func (f *File) Setattr(a vfs.SetAttr) error {
 	f.inode.mu.Lock()
 	defer f.inode.mu.Unlock()
 	now := clockNow()
-	resized := a.Valid&vfs.SetSize != 0
-	if resized {
+	resized := false
+	if a.Valid&vfs.SetSize != 0 {
 		f.lockData()
+		resized = a.Size != f.size || f.pages.n > 0
 		f.truncateLocked(a.Size)
 		f.unlockData()
 	}
 	f.setattrLocked(a, now)
-	f.changed(now.wall, resized)
+	if resized || a.Valid&^vfs.SetSize != 0 {
+		f.changed(now.wall, resized)
+	}
 	return nil
 }
 
@@ -159,6 +164,7 @@ func (f *File) free() {
 	f.fs.releasePages(f.pages.truncate(0))
 	f.unwritten = pageRanges{}
 	if !f.freed {
+		f.dropXattrs()
 		f.freed = true
 		f.fs.inodes.Add(-1)
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/iovfs/iovfs/iov"
 	"github.com/iovfs/iovfs/vfs"
@@ -323,7 +324,7 @@ func TestNoAllocs(t *testing.T) {
 func openTrunc(t testing.TB, f *File, flags int) *OpenFile {
 	t.Helper()
 	h := mustOpen(t, f, flags)
-	if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetSize}); err != nil {
+	if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetSize | vfs.SetMtime, Mtime: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	return h

@@ -43,6 +43,8 @@ type inode struct {
 	// atimeDue is the coarse clock reading from which a read must look
 	// at atime again (see touchAtime).
 	atimeDue atomic.Int64
+
+	xa xattrs // extended attributes (xattr.go)
 }
 
 func (n *inode) base() *inode { return n }

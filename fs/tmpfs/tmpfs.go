@@ -233,6 +233,8 @@ type FS struct {
 	pages   atomic.Int64
 	inodes  atomic.Int64
 	nextIno atomic.Uint64
+	// xattrSpace is the inode space user xattrs take (xattr.go).
+	xattrSpace atomic.Int64
 
 	// renameMu serialises renames between directories (Linux
 	// s_vfs_rename_mutex); see the lock order in the package comment.
@@ -297,7 +299,9 @@ func (fs *FS) reserveInode() bool {
 	}
 	for {
 		n := fs.inodes.Load()
-		if n >= fs.maxInodes {
+		// shmem_reserve_inode: an inode takes BOGO_INODE_SIZE of the
+		// inode space, which xattrs share.
+		if (fs.maxInodes-n)*bogoInodeSize-fs.xattrSpace.Load() < bogoInodeSize {
 			return false
 		}
 		if fs.inodes.CompareAndSwap(n, n+1) {
