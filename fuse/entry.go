@@ -1,7 +1,6 @@
 package fuse
 
 import (
-	"syscall"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/iovfs/iovfs/vfs"
@@ -314,15 +313,7 @@ func (r *rawFS) StatFs(cancel <-chan struct{}, h *gofuse.InHeader, out *gofuse.S
 	if !s.Ok() {
 		return s
 	}
-	sf, ok := any(p).(interface {
-		Statfs(path string) (unix.Statfs_t, error)
-	})
-	if !ok {
-		// vfs has no statfs yet: say what can be said truthfully.
-		out.Bsize, out.Frsize, out.NameLen = 4096, 4096, 255
-		return gofuse.OK
-	}
-	fs, err := sf.Statfs(path)
+	fs, err := p.Statfs(path)
 	if err != nil {
 		return st(err)
 	}
@@ -333,28 +324,14 @@ func (r *rawFS) StatFs(cancel <-chan struct{}, h *gofuse.InHeader, out *gofuse.S
 }
 
 // Xattr calls. The L* forms act on the node itself, never following a
-// symlink, as the kernel expects; vfs builds without them fall back to
-// the following forms for nodes that are not symlinks.
-
-type lxattrs interface {
-	Lgetxattr(path, name string) ([]byte, error)
-	Llistxattr(path string) ([]string, error)
-	Lsetxattr(path, name string, data []byte, flags int) error
-	Lremovexattr(path, name string) error
-}
+// symlink, as the kernel expects.
 
 func (r *rawFS) GetXAttr(cancel <-chan struct{}, h *gofuse.InHeader, attr string, dest []byte) (uint32, gofuse.Status) {
 	p, path, s := r.self(h)
 	if !s.Ok() {
 		return 0, s
 	}
-	var v []byte
-	var err error
-	if lx, ok := any(p).(lxattrs); ok {
-		v, err = lx.Lgetxattr(path, attr)
-	} else {
-		v, err = p.Getxattr(path, attr)
-	}
+	v, err := p.Lgetxattr(path, attr)
 	if err != nil {
 		return 0, st(err)
 	}
@@ -369,13 +346,7 @@ func (r *rawFS) ListXAttr(cancel <-chan struct{}, h *gofuse.InHeader, dest []byt
 	if !s.Ok() {
 		return 0, s
 	}
-	var names []string
-	var err error
-	if lx, ok := any(p).(lxattrs); ok {
-		names, err = lx.Llistxattr(path)
-	} else {
-		names, err = p.Listxattr(path)
-	}
+	names, err := p.Llistxattr(path)
 	if err != nil {
 		return 0, st(err)
 	}
@@ -400,11 +371,7 @@ func (r *rawFS) SetXAttr(cancel <-chan struct{}, in *gofuse.SetXAttrIn, attr str
 	if !s.Ok() {
 		return s
 	}
-	lx, ok := any(p).(lxattrs)
-	if !ok {
-		return gofuse.Status(syscall.EOPNOTSUPP)
-	}
-	return st(lx.Lsetxattr(path, attr, data, int(in.Flags)))
+	return st(p.Lsetxattr(path, attr, data, int(in.Flags)))
 }
 
 func (r *rawFS) RemoveXAttr(cancel <-chan struct{}, h *gofuse.InHeader, attr string) gofuse.Status {
@@ -412,9 +379,5 @@ func (r *rawFS) RemoveXAttr(cancel <-chan struct{}, h *gofuse.InHeader, attr str
 	if !s.Ok() {
 		return s
 	}
-	lx, ok := any(p).(lxattrs)
-	if !ok {
-		return gofuse.Status(syscall.EOPNOTSUPP)
-	}
-	return st(lx.Lremovexattr(path, attr))
+	return st(p.Lremovexattr(path, attr))
 }

@@ -206,15 +206,19 @@ func (r *rawFS) CopyFileRange(cancel <-chan struct{}, in *gofuse.CopyFileRangeIn
 	if src == nil || dst == nil {
 		return 0, gofuse.EBADF
 	}
-	cr, ok := any(src.p).(interface {
-		CopyFileRange(rfd int, roff *int64, wfd int, woff *int64, n int, flags int) (int, error)
-	})
-	if !ok || src.p != dst.p {
-		// The kernel copies through READ and WRITE instead.
-		return 0, gofuse.Status(syscall.EXDEV)
+	rfd, wfd := src.fd, dst.fd
+	if src.p != dst.p {
+		// Opened by callers with different credentials: borrow the
+		// source into the destination's Proc for the call.
+		fd, err := dst.p.Getfd(src.p, src.fd)
+		if err != nil {
+			return 0, st(err)
+		}
+		defer dst.p.Close(fd)
+		rfd = fd
 	}
 	roff, woff := int64(in.OffIn), int64(in.OffOut)
-	n, err := cr.CopyFileRange(src.fd, &roff, dst.fd, &woff, int(min(in.Len, 1<<30)), int(in.Flags))
+	n, err := dst.p.CopyFileRange(rfd, &roff, wfd, &woff, int(min(in.Len, 1<<30)), int(in.Flags))
 	if err != nil {
 		return 0, st(err)
 	}
