@@ -1,7 +1,6 @@
 package fuse
 
 import (
-
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
