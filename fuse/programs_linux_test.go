@@ -20,13 +20,16 @@ import (
 )
 
 // sh runs a shell command line in dir with a time limit and fails the
-// test with its output if it fails.
+// test with its output if it fails. The shell changes to dir itself:
+// exec.Cmd.Dir would make the forked child chdir into the export before
+// exec, while this process, which serves the export, is still inside
+// fork (under the race detector that blocks the server: a deadlock).
 func sh(t *testing.T, dir, cmdline string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c := exec.CommandContext(ctx, "sh", "-c", cmdline)
-	c.Dir = dir
+	c := exec.CommandContext(ctx, "sh", "-c", `cd "$0" && `+cmdline, dir)
+	c.Dir = "/"
 	c.Env = append(os.Environ(), "LC_ALL=C", "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1")
 	out, err := c.CombinedOutput()
 	if err != nil {
