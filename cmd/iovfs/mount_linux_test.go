@@ -26,8 +26,9 @@ func TestMountHelper(t *testing.T) {
 }
 
 // startMount runs "iovfs mount args..." in a child process and returns
-// it once it says the mount is ready.
-func startMount(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
+// it once it says the mount is ready, with a function that returns the
+// rest of its output once it has exited (call it before Wait).
+func startMount(t *testing.T, args ...string) (*exec.Cmd, func() string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -47,13 +48,15 @@ func startMount(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
 		c.Process.Kill()
 		syscall.Unmount(mnt, syscall.MNT_DETACH)
 	})
-	line, err := bufio.NewReader(out).ReadString('\n')
+	br := bufio.NewReader(out)
+	line, err := br.ReadString('\n')
 	if err != nil || !strings.Contains(line, "mounted on") {
 		t.Fatalf("iovfs mount %v: %q, %v\n%s", args, line, err, errb.String())
 	}
 	var rest bytes.Buffer
-	go rest.ReadFrom(out)
-	return c, &rest
+	done := make(chan struct{})
+	go func() { rest.ReadFrom(br); close(done) }()
+	return c, func() string { <-done; return rest.String() }
 }
 
 func mounted(dir string) bool {
@@ -83,13 +86,14 @@ func TestMountSIGTERM(t *testing.T) {
 	}
 	defer holder.Process.Kill()
 	c.Process.Signal(syscall.SIGTERM)
+	output := out()
 	err = c.Wait()
 	f.Close()
 	if err != nil {
 		t.Errorf("iovfs mount after SIGTERM: %v", err)
 	}
-	if !strings.Contains(out.String(), "unmounted on terminated") {
-		t.Errorf("no unmount message: %q", out.String())
+	if !strings.Contains(output, "unmounted on terminated") {
+		t.Errorf("no unmount message: %q", output)
 	}
 	if mounted(mnt) {
 		t.Errorf("%s still mounted", mnt)
