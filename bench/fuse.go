@@ -41,7 +41,8 @@ var fuseExperiment = &Experiment{
 		{Name: "kernel-ext4", Doc: "pread(2) of the file in a read-only kernel loop mount of the ext4 image", Setup: fuseKernelExt4},
 		{Name: "iovfs-tmpfs", Doc: "pread(2), O_DIRECT, through an iovfs FUSE export of a tmpfs holding the file", Setup: fuseIovfsTmpfs},
 		{Name: "iovfs-ext4-dax", Doc: "pread(2), O_DIRECT, through an iovfs FUSE export of the image mounted ext4 -o dax", Setup: fuseIovfsExt4},
-		{Name: "loopback", Doc: "pread(2), O_DIRECT, through go-fuse's loopback file system over the kernel tmpfs", Setup: fuseLoopback},
+		{Name: "loopback", Doc: "pread(2), O_DIRECT, through go-fuse's loopback file system over the kernel tmpfs, as it ships: with FUSE passthrough where the kernel has it, the kernel then reads the backing file itself", Setup: fuseLoopback(false)},
+		{Name: "loopback-nopt", Doc: "the same with passthrough disabled (CAP_PASSTHROUGH off): every read is a READ request served by go-fuse", Setup: fuseLoopback(true)},
 	},
 }
 
@@ -211,7 +212,11 @@ func fuseIovfsExt4(prm Params, e any) (Op, error) {
 	return exportOp(env, prm, m.p, "/mnt", nil)
 }
 
-func fuseLoopback(prm Params, e any) (Op, error) {
+func fuseLoopback(noPassthrough bool) func(Params, any) (Op, error) {
+	return func(prm Params, e any) (Op, error) { return fuseLoopbackOp(prm, e, noPassthrough) }
+}
+
+func fuseLoopbackOp(prm Params, e any, noPassthrough bool) (Op, error) {
 	env, err := fuseEnv(e)
 	if err != nil {
 		return Op{}, err
@@ -230,7 +235,11 @@ func fuseLoopback(prm Params, e any) (Op, error) {
 		cl()
 		return Op{}, err
 	}
-	srv, err := gofs.Mount(mnt, root, &gofs.Options{MountOptions: gofuse.MountOptions{DirectMount: true, MaxWrite: 1 << 20, MaxReadAhead: 1 << 20, DisableSplice: true}})
+	mo := gofuse.MountOptions{DirectMount: true, MaxWrite: 1 << 20, MaxReadAhead: 1 << 20, DisableSplice: true}
+	if noPassthrough {
+		mo.DisabledCapabilities = gofuse.CAP_PASSTHROUGH
+	}
+	srv, err := gofs.Mount(mnt, root, &gofs.Options{MountOptions: mo})
 	if err != nil {
 		os.Remove(mnt)
 		cl()
