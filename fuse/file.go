@@ -133,7 +133,23 @@ func (r *rawFS) Read(cancel <-chan struct{}, in *gofuse.ReadIn, buf []byte) (gof
 	if err != nil {
 		return nil, st(err)
 	}
-	return gofuse.ReadResultData(buf[:n]), gofuse.OK
+	rr := readResults.Get().(*readResult)
+	rr.b = buf[:n]
+	return rr, gofuse.OK
+}
+
+// readResult is a READ reply in go-fuse's own buffer. Results are pooled
+// so that a READ allocates nothing here: go-fuse calls Done once the
+// reply is written.
+type readResult struct{ b []byte }
+
+var readResults = sync.Pool{New: func() any { return new(readResult) }}
+
+func (r *readResult) Bytes([]byte) ([]byte, gofuse.Status) { return r.b, gofuse.OK }
+func (r *readResult) Size() int                            { return len(r.b) }
+func (r *readResult) Done() {
+	r.b = nil
+	readResults.Put(r)
 }
 
 func (r *rawFS) Write(cancel <-chan struct{}, in *gofuse.WriteIn, data []byte) (uint32, gofuse.Status) {
