@@ -284,3 +284,29 @@ SELECT count(*), sum(a) FROM t; PRAGMA integrity_check;"`)
 		t.Errorf("sqlite3 rollback journal: %q, want %q", out, want)
 	}
 }
+
+// TestHostfsExport exports a hostfs mount of a host directory, copies a
+// tree in with cp -a and tar, and compares what lands in the host
+// directory itself.
+func TestHostfsExport(t *testing.T) {
+	need(t, "tar")
+	p := newProc(t)
+	host := t.TempDir()
+	if err := p.Mount(host, "/mnt", "hostfs", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	mnt, _ := export(t, p, "/mnt", Options{})
+	src := filepath.Join(t.TempDir(), "src")
+	os.Mkdir(src, 0o755)
+	makeTree(t, src)
+	sh(t, "/", fmt.Sprintf("cp -a %s %s/cp && mkdir %s/tar && tar --format=posix -C %s -cf - . | tar -C %s/tar -xpf -", src, mnt, mnt, src, mnt))
+	want := treeSummary(t, src, true)
+	for _, d := range []string{"cp", "tar"} {
+		if got := treeSummary(t, filepath.Join(host, d), true); got != want {
+			t.Errorf("%s into a hostfs export, seen in the host directory:\n got %s\nwant %s", d, got, want)
+		}
+		if got := treeSummary(t, filepath.Join(mnt, d), true); got != want {
+			t.Errorf("%s into a hostfs export, seen through it:\n got %s\nwant %s", d, got, want)
+		}
+	}
+}
