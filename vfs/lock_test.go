@@ -67,8 +67,8 @@ func TestLockWaitWakes(t *testing.T) {
 	for _, k := range lockKinds {
 		for _, how := range []string{"unlock", "close"} {
 			t.Run(k.name+"/"+how, func(t *testing.T) {
+				s := newProc(t) // before counting: tmpfs starts its clock goroutine once
 				g0 := runtime.NumGoroutine()
-				s := newProc(t)
 				holder := s.p
 				waiter := vfs.NewProc(holder.Namespace())
 				hfd := mustOpen(t, holder, "/both", unix.O_RDWR)

@@ -185,6 +185,11 @@ func (p *Proc) Pipe2(flags int) (r, w int, err error) {
 	we.setFlags(st)
 	rf := newFile(node, re, unix.O_RDONLY|st)
 	wf := newFile(node, we, unix.O_WRONLY|st)
+	// pipe2's files are not opened, so F_GETFL shows no O_LARGEFILE
+	// (measured; a FIFO opened with open(2) has it).
+	for _, f := range []*file{rf, wf} {
+		f.flags.Store(f.flags.Load() &^ oLargefile)
+	}
 	cloexec := flags&unix.O_CLOEXEC != 0
 	if r, err = p.files.installFlags(rf, 0, cloexec); err != nil {
 		rf.release()

@@ -8,10 +8,15 @@ import "golang.org/x/sys/unix"
 // does not define it.
 const stValid = 0x0020
 
+// stNosymfollow is Linux's ST_NOSYMFOLLOW, also missing from x/sys.
+const stNosymfollow = 0x2000
+
 // Statfs reports the file system that holds path (following symlinks),
 // as statfs(2): the figures come from the file system's Statfser, and the
-// VFS adds f_flags from the mount (ST_VALID, ST_RELATIME, which is how
-// every iovfs mount keeps atime, and ST_RDONLY for a read-only mount),
+// VFS adds f_flags from the mount (ST_VALID; ST_RDONLY, ST_NOSUID,
+// ST_NODEV, ST_NOEXEC, ST_SYNCHRONOUS, ST_NOATIME, ST_NODIRATIME,
+// ST_NOSYMFOLLOW from the mount(2) flags; ST_RELATIME unless MS_NOATIME or
+// MS_STRICTATIME, and for mounts not made by Mount),
 // f_frsize (f_bsize when the file system leaves it 0) and f_fsid (from
 // the mount's device number when the file system leaves it 0). A file
 // system without a Statfser gives ENOSYS, as Linux does for a super block
@@ -47,6 +52,33 @@ func (p *Proc) Fstatfs(fd int) (unix.Statfs_t, error) {
 	return statfsMount(f.mnt)
 }
 
+// stFlagsSet marks mount.stFlags as set by mount(2).
+const stFlagsSet = 1 << 63
+
+// mountStFlags turns mount(2) flags into the f_flags statfs reports, as
+// Linux's path_mount and flags_by_mnt/flags_by_sb: relatime unless
+// MS_NOATIME or MS_STRICTATIME, and the flags that have an ST_ twin.
+func mountStFlags(ms uintptr) uint64 {
+	var f uint64 = stFlagsSet
+	if ms&unix.MS_NOATIME == 0 {
+		f |= unix.ST_RELATIME
+	}
+	for _, b := range [...]struct{ ms, st uint64 }{
+		{unix.MS_NOSUID, unix.ST_NOSUID}, {unix.MS_NODEV, unix.ST_NODEV},
+		{unix.MS_NOEXEC, unix.ST_NOEXEC}, {unix.MS_NOATIME, unix.ST_NOATIME},
+		{unix.MS_NODIRATIME, unix.ST_NODIRATIME}, {unix.MS_SYNCHRONOUS, unix.ST_SYNCHRONOUS},
+		{unix.MS_NOSYMFOLLOW, stNosymfollow},
+	} {
+		if uint64(ms)&b.ms != 0 {
+			f |= b.st
+		}
+	}
+	if ms&unix.MS_STRICTATIME != 0 {
+		f &^= unix.ST_RELATIME | unix.ST_NOATIME
+	}
+	return f
+}
+
 func statfsMount(m *mount) (unix.Statfs_t, error) {
 	s, ok := m.fs.(Statfser)
 	if !ok {
@@ -61,6 +93,9 @@ func statfsMount(m *mount) (unix.Statfs_t, error) {
 	}
 	if st.Flags == 0 {
 		st.Flags = stValid | unix.ST_RELATIME
+		if f := m.stFlags.Load(); f&stFlagsSet != 0 {
+			st.Flags = stValid | int64(f&^stFlagsSet)
+		}
 		if m.readonly {
 			st.Flags |= unix.ST_RDONLY
 		}

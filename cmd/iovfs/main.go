@@ -19,6 +19,7 @@ type command struct {
 var commands = []command{
 	{"bench", "run the reference experiments: same-run A/B benchmarks of the read paths (iovfs bench --help)", runBench},
 	{"mount", "export a tmpfs, ext4 image, host directory or devfs to the host through FUSE (iovfs mount --help)", runMount},
+	{"run", "run a WebAssembly (wasip1) program on an iovfs process, like wazero run (iovfs run --help)", runRun},
 }
 
 func main() {
