@@ -99,12 +99,24 @@ done:
 
 func (r *rawFS) SetAttr(cancel <-chan struct{}, in *gofuse.SetAttrIn, out *gofuse.AttrOut) gofuse.Status {
 	p, path, s := r.self(&in.InHeader)
-	if !s.Ok() {
-		return s
-	}
 	var hd *handle
 	if fh, ok := in.GetFh(); ok {
 		hd = r.s.handle(fh)
+	}
+	// byFd: the node has lost its name (unlinked or replaced while
+	// open), so fchmod, fchown and futimens of an open descriptor go
+	// through one of its handles, as they work on Linux.
+	byFd := false
+	if s == gofuse.ENOENT {
+		if hd == nil {
+			hd = r.s.anyHandle(in.NodeId)
+		}
+		if hd != nil {
+			p, byFd, s = hd.p, true, gofuse.OK
+		}
+	}
+	if !s.Ok() {
+		return s
 	}
 	if size, ok := in.GetSize(); ok && !r.s.isDevice(in.NodeId, hd, p, path) {
 		// open(O_TRUNC) of a device shown as a file arrives here too;
@@ -120,7 +132,13 @@ func (r *rawFS) SetAttr(cancel <-chan struct{}, in *gofuse.SetAttrIn, out *gofus
 		}
 	}
 	if mode, ok := in.GetMode(); ok {
-		if err := p.Fchmodat(unix.AT_FDCWD, path, mode, 0); err != nil {
+		var err error
+		if byFd {
+			err = p.Fchmod(hd.fd, mode)
+		} else {
+			err = p.Fchmodat(unix.AT_FDCWD, path, mode, 0)
+		}
+		if err != nil {
 			return st(err)
 		}
 	}
@@ -132,7 +150,13 @@ func (r *rawFS) SetAttr(cancel <-chan struct{}, in *gofuse.SetAttrIn, out *gofus
 		gid = int(v)
 	}
 	if uid != -1 || gid != -1 {
-		if err := p.Fchownat(unix.AT_FDCWD, path, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		var err error
+		if byFd {
+			err = p.Fchown(hd.fd, uid, gid)
+		} else {
+			err = p.Fchownat(unix.AT_FDCWD, path, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		if err != nil {
 			return st(err)
 		}
 	}
@@ -150,7 +174,13 @@ func (r *rawFS) SetAttr(cancel <-chan struct{}, in *gofuse.SetAttrIn, out *gofus
 				ts[1] = unix.Timespec{Nsec: unix.UTIME_NOW}
 			}
 		}
-		if err := p.Utimensat(unix.AT_FDCWD, path, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		var err error
+		if byFd {
+			err = p.Futimens(hd.fd, ts)
+		} else {
+			err = p.Utimensat(unix.AT_FDCWD, path, ts, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		if err != nil {
 			return st(err)
 		}
 	}

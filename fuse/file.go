@@ -250,12 +250,15 @@ func (r *rawFS) OpenDir(cancel <-chan struct{}, in *gofuse.OpenIn, out *gofuse.O
 	if err != nil {
 		return st(err)
 	}
-	out.Fh = r.s.addHandle(&handle{p: p, fd: fd, dir: &dirState{}})
+	h := &handle{p: p, fd: fd, dir: &dirState{}}
+	r.s.openOn(in.NodeId, h)
+	out.Fh = r.s.addHandle(h)
 	return gofuse.OK
 }
 
 func (r *rawFS) ReleaseDir(in *gofuse.ReleaseIn) {
 	if h := r.s.dropHandle(in.Fh); h != nil {
+		r.s.closedOn(h)
 		h.p.Close(h.fd)
 	}
 }

@@ -50,7 +50,9 @@ func (s *Server) pathLocked(n *node) (string, error) {
 		parts = append(parts, n.name)
 	}
 	if n.id != gofuse.FUSE_ROOT_ID || n.detached {
-		return "", syscall.ESTALE
+		// A node that never had a name (O_TMPFILE) is like one that
+		// lost it.
+		return "", syscall.ENOENT
 	}
 	var b strings.Builder
 	b.WriteString(s.root)
@@ -87,7 +89,7 @@ func (s *Server) register(parent uint64, name string, st *vfs.Stat, out *gofuse.
 		s.nodes[n.id] = n
 		s.byKey[k] = n
 	}
-	if name != "." && name != ".." && n.id != gofuse.FUSE_ROOT_ID {
+	if name != "" && name != "." && name != ".." && n.id != gofuse.FUSE_ROOT_ID {
 		if p := s.nodes[parent]; p != nil {
 			n.parent, n.name, n.detached = p, name, false
 		}

@@ -150,6 +150,20 @@ func syscallSteps(t *testing.T, dir string) []int64 {
 	_, err = unix.Open(p("s"), unix.O_RDONLY|unix.O_NOFOLLOW, 0)
 	e(err)
 
+	// Calls on an open file whose name is gone.
+	uf, err := unix.Open(p("unl"), unix.O_CREAT|unix.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(uf)
+	e(unix.Unlink(p("unl")))
+	e(unix.Fchmod(uf, 0o600))
+	e(unix.Fchown(uf, -1, 5))
+	e(unix.Ftruncate(uf, 777))
+	e(unix.UtimesNanoAt(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", uf), []unix.Timespec{{Sec: 10}, {Sec: 20}}, 0))
+	e(unix.Fstat(uf, &st))
+	v(int64(st.Mode), int64(st.Gid), st.Size, int64(st.Nlink), st.Mtim.Sec)
+
 	// A directory of 300 entries, listed in several getdents calls.
 	os.Mkdir(p("many"), 0o755)
 	for i := range 300 {
