@@ -64,13 +64,27 @@ func openFlags(f uint32) int {
 	return int(f) &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_NOCTTY)
 }
 
-// openOut sets the reply flags for an open file: anything that is not a
-// regular file bypasses the page cache (FOPEN_DIRECT_IO), because its
-// size is not its content; regular files keep it.
-func openOut(p *vfs.Proc, fd int, out *gofuse.OpenOut) {
+// openOut sets the reply flags for an open file of node id: anything
+// that is not a regular file bypasses the page cache (FOPEN_DIRECT_IO),
+// because its size is not its content; regular files use it, and keep
+// what it holds (FOPEN_KEEP_CACHE) only when the file's size, mtime and
+// ctime are those seen at its previous open, so that nothing, through
+// the export or in-process, has changed it since.
+func (s *Server) openOut(id uint64, p *vfs.Proc, fd int, out *gofuse.OpenOut) {
 	sb, err := p.Fstat(fd)
 	if err != nil || !sb.IsRegular() {
 		out.OpenFlags |= gofuse.FOPEN_DIRECT_IO
+	}
+	if err == nil && sb.IsRegular() {
+		k := cacheKey{sb.Size, sb.Mtime.UnixNano(), sb.Ctime.UnixNano()}
+		s.mu.Lock()
+		if n := s.nodes[id]; n != nil {
+			if n.cache == k {
+				out.OpenFlags |= gofuse.FOPEN_KEEP_CACHE
+			}
+			n.cache = k
+		}
+		s.mu.Unlock()
 	}
 	if err == nil && sb.Mode&unix.S_IFMT != unix.S_IFREG && sb.Mode&unix.S_IFMT != unix.S_IFDIR {
 		// A character device shown as a regular file (see
@@ -88,7 +102,7 @@ func (r *rawFS) Open(cancel <-chan struct{}, in *gofuse.OpenIn, out *gofuse.Open
 	if err != nil {
 		return st(err)
 	}
-	openOut(p, fd, out)
+	r.s.openOut(in.NodeId, p, fd, out)
 	h := &handle{p: p, fd: fd}
 	r.s.openOn(in.NodeId, h)
 	out.Fh = r.s.addHandle(h)
@@ -111,7 +125,7 @@ func (r *rawFS) Create(cancel <-chan struct{}, in *gofuse.CreateIn, name string,
 		return st(err)
 	}
 	r.s.register(in.NodeId, name, &sb, &out.EntryOut)
-	openOut(p, fd, &out.OpenOut)
+	r.s.openOut(out.NodeId, p, fd, &out.OpenOut)
 	h := &handle{p: p, fd: fd}
 	r.s.openOn(out.NodeId, h)
 	out.Fh = r.s.addHandle(h)

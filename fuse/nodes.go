@@ -28,7 +28,12 @@ type node struct {
 	lookups  uint64 // the kernel's references, from LOOKUP replies
 	detached bool
 	open     map[*handle]struct{} // handles open on the node
+	cache    cacheKey             // the file's state at its last open
 }
+
+// cacheKey is what tells a regular file's content unchanged between two
+// opens: size, mtime and ctime (every change of content moves ctime).
+type cacheKey struct{ size, mtime, ctime int64 }
 
 // path returns the namespace path of node id.
 func (s *Server) path(id uint64) (string, error) {

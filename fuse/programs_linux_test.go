@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/iovfs/iovfs/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // sh runs a shell command line in dir with a time limit and fails the
@@ -307,6 +308,36 @@ func TestHostfsExport(t *testing.T) {
 		}
 		if got := treeSummary(t, filepath.Join(mnt, d), true); got != want {
 			t.Errorf("%s into a hostfs export, seen through it:\n got %s\nwant %s", d, got, want)
+		}
+	}
+}
+
+// TestCacheCoherence changes a file in-process, behind the export's
+// back, between two opens through the export: the second open sees the
+// new bytes (the page cache is kept only when the file is unchanged),
+// and an unchanged file reads the same bytes again.
+func TestCacheCoherence(t *testing.T) {
+	p := newProc(t)
+	mnt, _ := export(t, p, "/tmp", Options{})
+	if err := os.WriteFile(filepath.Join(mnt, "f"), []byte("first version"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"first version", "first version", "second!", "second!", "third, longer than the rest"} {
+		if i == 2 || i == 4 {
+			fd, err := p.Open("/tmp/f", unix.O_WRONLY|unix.O_TRUNC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Write(fd, []byte(want))
+			p.Close(fd)
+			// No wait for the kernel's cached attributes to expire:
+			// with them still fresh, only the open's cache decision
+			// keeps stale pages out (a short READ then fixes the
+			// size).
+		}
+		got, err := os.ReadFile(filepath.Join(mnt, "f"))
+		if err != nil || string(got) != want {
+			t.Errorf("open %d: %q, %v; want %q", i, got, err, want)
 		}
 	}
 }
