@@ -108,6 +108,9 @@ type mount struct {
 	point    Node   // the directory in parent this mount covers
 	dev      uint64
 	readonly bool
+	// source, fstype and data are Mount's arguments, set once under
+	// Namespace.mu after attach and read under it (Mounts).
+	source, fstype, data string
 	// stFlags are the statfs f_flags the mount(2) flags gave (statfs.go),
 	// with stFlagsSet; 0 for a mount made otherwise (MountFS, the root).
 	stFlags atomic.Uint64
@@ -289,6 +292,9 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 	}
 	m := p.ns.attach(loc.mnt, loc.node, fs, fs.Root(), readonly)
 	m.stFlags.Store(mountStFlags(flags))
+	p.ns.mu.Lock()
+	m.source, m.fstype, m.data = source, fstype, data
+	p.ns.mu.Unlock()
 	return nil
 }
 
