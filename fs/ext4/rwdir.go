@@ -430,6 +430,11 @@ func (w *Writer) Link(dir uint32, name string, ino uint32) error {
 	}
 	defer w.mu.Unlock()
 	defer w.writeSuper()
+	// do_linkat: the new name (EEXIST) before vfs_link's checks.
+	draw, err := w.prepareNew(dir, name)
+	if err != nil {
+		return err
+	}
 	raw, err := w.getInode(ino)
 	if err != nil {
 		return err
@@ -442,10 +447,6 @@ func (w *Writer) Link(dir uint32, name string, ino uint32) error {
 	}
 	if iLinks(raw) >= linkMax {
 		return syscall.EMLINK
-	}
-	draw, err := w.prepareNew(dir, name)
-	if err != nil {
-		return err
 	}
 	now := w.Now()
 	if err := w.addEntry(dir, draw, name, ino, ftOf(iMode(raw)), now); err != nil {

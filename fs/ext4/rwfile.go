@@ -244,13 +244,14 @@ func (w *Writer) writeData(ino uint32, raw []byte, p []byte, off int64) (int, er
 	lastBlk := uint64(off+int64(len(p))-1) >> v.bsBits
 	buf := make([]byte, bs)
 	done := 0
+	var freshLo, freshHi uint64 // blocks allocated by this call: never read
 	for done < len(p) {
 		pos := off + int64(done)
 		lblk := uint64(pos) >> v.bsBits
 		within := int(pos & int64(bs-1))
 		n := min(bs-within, len(p)-done)
 		phys, ok, next := lookupExt(exts, lblk)
-		fresh := false
+		fresh := lblk >= freshLo && lblk < freshHi
 		if !ok {
 			want := lastBlk - lblk + 1
 			if next < len(exts) {
@@ -273,6 +274,7 @@ func (w *Writer) writeData(ino uint32, raw []byte, p []byte, off int64) (int, er
 			}
 			exts, leaf = nexts, nleaf
 			phys, fresh = start, true
+			freshLo, freshHi = lblk, lblk+uint64(got)
 		}
 		dev := int64(phys << v.bsBits)
 		if n == bs {
