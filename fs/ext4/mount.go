@@ -160,15 +160,15 @@ type FS struct {
 }
 
 func mount(req vfs.MountRequest, logf func(string, ...any)) (vfs.FileSystem, error) {
-	if req.Flags&unix.MS_RDONLY == 0 {
-		return nil, fmt.Errorf("ext4: the iovfs ext4 driver is read-only; mount with MS_RDONLY: %w", syscall.EROFS)
-	}
 	opts, err := parseOpts(req.Data)
 	if err != nil {
 		return nil, err
 	}
 	if req.Proc == nil {
 		return nil, fmt.Errorf("ext4: mount of %s without a process to open it: %w", req.Source, syscall.EINVAL)
+	}
+	if req.Flags&unix.MS_RDONLY == 0 {
+		return mountRW(req, opts, logf) // rwmount.go
 	}
 	fd, err := req.Proc.Open(req.Source, unix.O_RDONLY, 0)
 	if err != nil {

@@ -112,6 +112,11 @@ type Writer struct {
 	ibm    map[uint32][]byte
 	gen    uint32
 	closed bool
+	held   map[uint32]int  // open counts (Hold)
+	orphan map[uint32]bool // unlinked while held: freed at the last Unhold
+
+	// appendMu serialises Append's size read and write; taken before mu.
+	appendMu sync.Mutex
 }
 
 // OpenWriter opens dev for reading and writing. The volume's metadata is
@@ -130,7 +135,8 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 	if f := v.writeRefusal(); f != "" {
 		return nil, &FeatureError{Feature: f + " (read-write)"}
 	}
-	w := &Writer{v: v, dev: dev, Now: time.Now, bbm: map[uint32][]byte{}, ibm: map[uint32][]byte{}}
+	w := &Writer{v: v, dev: dev, Now: time.Now, bbm: map[uint32][]byte{}, ibm: map[uint32][]byte{}, orphan: map[uint32]bool{}}
+	v.openUnlinked = w.isOpenUnlinked
 	w.sb = make([]byte, sbSize)
 	if err := readFull(dev, w.sb, sbOffset); err != nil {
 		return nil, err

@@ -532,6 +532,10 @@ func (w *Writer) dropLink(parent, ino uint32, raw []byte, isDir bool, now time.T
 	setILinks(raw, iLinks(raw)-1)
 	touch(raw, now, tCtime)
 	if iLinks(raw) == 0 {
+		if w.held[ino] > 0 {
+			w.orphan[ino] = true // freed by the last Unhold
+			return w.putInode(ino, raw)
+		}
 		return w.releaseInode(ino, raw, false)
 	}
 	return w.putInode(ino, raw)
