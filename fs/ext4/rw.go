@@ -71,9 +71,9 @@ var writeRefusedRocompat = []struct {
 
 // writeRefusal names the first feature of v that the Writer cannot keep
 // correct, or "".
-func (v *Volume) writeRefusal() string {
+func (v *Volume) writeRefusal(journal bool) string {
 	for _, f := range writeRefusedIncompat {
-		if v.incompat&f.bit != 0 {
+		if v.incompat&f.bit != 0 && !(f.bit == incompatRecover && journal) {
 			return f.name
 		}
 	}
@@ -99,7 +99,9 @@ func (v *Volume) writeRefusal() string {
 // after an error.
 type Writer struct {
 	v   *Volume
-	dev WriteDevice
+	dev WriteDevice // tx: metadata writes go to the transaction
+	tx  *txDev
+	j   *journal // nil without has_journal
 
 	// Now gives the timestamps of changes; time.Now by default.
 	Now func() time.Time
@@ -112,6 +114,7 @@ type Writer struct {
 	ibm    map[uint32][]byte
 	gen    uint32
 	closed bool
+	err    error // a failed commit: no more changes
 	held   map[uint32]int  // open counts (Hold)
 	orphan map[uint32]bool // unlinked while held: freed at the last Unhold
 
@@ -128,19 +131,44 @@ type Writer struct {
 func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 	opt.Cache, opt.CacheDevice = nil, nil
 	opt.NoChecksums = false
-	v, err := Open(dev, opt)
+	tx := &txDev{dev: dev, over: map[uint64][]byte{}} // bs 0: pass-through until set
+	v, err := Open(tx, opt)
 	if err != nil {
 		return nil, err
 	}
-	if f := v.writeRefusal(); f != "" {
-		return nil, &FeatureError{Feature: f + " (read-write)"}
-	}
-	w := &Writer{v: v, dev: dev, Now: time.Now, bbm: map[uint32][]byte{}, ibm: map[uint32][]byte{}, orphan: map[uint32]bool{}}
-	v.openUnlinked = w.isOpenUnlinked
-	w.sb = make([]byte, sbSize)
-	if err := readFull(dev, w.sb, sbOffset); err != nil {
+	sb := make([]byte, sbSize)
+	if err := readFull(dev, sb, sbOffset); err != nil {
 		return nil, err
 	}
+	j, err := openJournal(v, tx, sb)
+	if err != nil {
+		return nil, err
+	}
+	if j != nil && (v.incompat&incompatRecover != 0 || be.Uint32(j.sb[0x1C:]) != 0) {
+		n, err := j.recover(v, dev)
+		if err != nil {
+			return nil, fmt.Errorf("ext4: journal recovery: %w", err)
+		}
+		opt.Logf("ext4: recovered %d journal transactions", n)
+		seq := j.seq
+		// The replay may have rewritten anything: read the volume again.
+		if v, err = Open(tx, opt); err != nil {
+			return nil, err
+		}
+		if err := readFull(dev, sb, sbOffset); err != nil {
+			return nil, err
+		}
+		if j, err = openJournal(v, tx, sb); err != nil {
+			return nil, err
+		}
+		j.seq = seq
+	}
+	if f := v.writeRefusal(j != nil); f != "" {
+		return nil, &FeatureError{Feature: f + " (read-write)"}
+	}
+	w := &Writer{v: v, dev: tx, tx: tx, j: j, Now: time.Now, bbm: map[uint32][]byte{}, ibm: map[uint32][]byte{}, orphan: map[uint32]bool{}}
+	v.openUnlinked = w.isOpenUnlinked
+	w.sb = sb
 	perBlock := v.bs / uint64(v.descSize)
 	nblocks := (uint64(v.groups) + perBlock - 1) / perBlock
 	for nr := uint64(0); nr < nblocks; nr++ {
@@ -156,24 +184,51 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 		}
 	}
 	w.gen = le32(w.sb, 0x1A0) ^ uint32(time.Now().UnixNano()) // any value; e2fsck does not check it
+	tx.bs = int64(v.bs)
+	if j != nil {
+		// The log is empty now; the superblock says the volume is in use
+		// (needs_recovery) until Close, as the kernel's mount does.
+		if err := w.writeJSuper(0); err != nil {
+			return nil, err
+		}
+		binary.LittleEndian.PutUint32(w.sb[0x60:], le32(w.sb, 0x60)|incompatRecover)
+		w.mu.Lock()
+		w.writeSuper()
+		w.unlock()
+		if w.err != nil {
+			return nil, w.err
+		}
+	}
 	return w, nil
 }
 
 // Volume returns the volume w changes, for reading.
 func (w *Writer) Volume() *Volume { return w.v }
 
-// Close ends writing. The volume stays readable through Volume until it
-// is closed.
+// Close ends writing: it commits, and marks a journalled volume clean
+// (needs_recovery cleared). The volume stays readable through Volume.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
 	w.closed = true
-	return nil
+	if w.err != nil {
+		return w.err
+	}
+	if w.j != nil {
+		binary.LittleEndian.PutUint32(w.sb[0x60:], le32(w.sb, 0x60)&^incompatRecover)
+		if err := w.writeSuper(); err != nil {
+			return err
+		}
+	}
+	return w.commit()
 }
 
 func (w *Writer) lock() error {
 	w.mu.Lock()
-	if w.closed {
+	if w.closed || w.err != nil {
 		w.mu.Unlock()
 		return syscall.EROFS
 	}

@@ -318,7 +318,7 @@ func (w *Writer) make(dir uint32, name string, mode, uid, gid uint32, target str
 	if err := w.lock(); err != nil {
 		return 0, err
 	}
-	defer w.mu.Unlock()
+	defer w.unlock()
 	defer w.writeSuper()
 	draw, err := w.prepareNew(dir, name)
 	if err != nil {
@@ -428,7 +428,7 @@ func (w *Writer) Link(dir uint32, name string, ino uint32) error {
 	if err := w.lock(); err != nil {
 		return err
 	}
-	defer w.mu.Unlock()
+	defer w.unlock()
 	defer w.writeSuper()
 	// do_linkat: the new name (EEXIST) before vfs_link's checks.
 	draw, err := w.prepareNew(dir, name)
@@ -472,7 +472,7 @@ func (w *Writer) remove(dir uint32, name string, wantDir bool) error {
 	if err := w.lock(); err != nil {
 		return err
 	}
-	defer w.mu.Unlock()
+	defer w.unlock()
 	defer w.writeSuper()
 	if name == "." || name == ".." {
 		return syscall.EINVAL
@@ -560,7 +560,7 @@ func (w *Writer) Rename(oldDir uint32, oldName string, newDir uint32, newName st
 	if err := w.lock(); err != nil {
 		return err
 	}
-	defer w.mu.Unlock()
+	defer w.unlock()
 	defer w.writeSuper()
 	if err := checkName(oldName); err != nil {
 		return err

@@ -186,7 +186,7 @@ func (w *Writer) WriteAt(ino uint32, p []byte, off int64) (int, error) {
 	if err := w.lock(); err != nil {
 		return 0, err
 	}
-	defer w.mu.Unlock()
+	defer w.unlock()
 	raw, err := w.getInode(ino)
 	if err != nil {
 		return 0, err
@@ -278,7 +278,7 @@ func (w *Writer) writeData(ino uint32, raw []byte, p []byte, off int64) (int, er
 		}
 		dev := int64(phys << v.bsBits)
 		if n == bs {
-			if err := w.writeAt(p[done:done+n], dev); err != nil {
+			if err := w.writeDataAt(p[done:done+n], dev); err != nil {
 				return done, err
 			}
 		} else {
@@ -288,7 +288,7 @@ func (w *Writer) writeData(ino uint32, raw []byte, p []byte, off int64) (int, er
 				return done, err
 			}
 			copy(buf[within:], p[done:done+n])
-			if err := w.writeAt(buf, dev); err != nil {
+			if err := w.writeDataAt(buf, dev); err != nil {
 				return done, err
 			}
 		}
@@ -304,7 +304,7 @@ func (w *Writer) Truncate(ino uint32, size int64) error {
 	if err := w.lock(); err != nil {
 		return err
 	}
-	defer w.mu.Unlock()
+	defer w.unlock()
 	raw, err := w.getInode(ino)
 	if err != nil {
 		return err
@@ -378,7 +378,7 @@ func (w *Writer) cutBlocks(ino uint32, raw []byte, size uint64) error {
 				return err
 			}
 			clear(buf[within:])
-			if err := w.writeAt(buf, int64(phys<<v.bsBits)); err != nil {
+			if err := w.writeDataAt(buf, int64(phys<<v.bsBits)); err != nil {
 				return err
 			}
 		}

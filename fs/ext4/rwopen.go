@@ -25,7 +25,7 @@ func (w *Writer) Hold(ino uint32) {
 // Unhold ends a Hold, freeing an unlinked inode at the last one.
 func (w *Writer) Unhold(ino uint32) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer w.unlock()
 	w.held[ino]--
 	if w.held[ino] > 0 {
 		return nil
@@ -154,7 +154,7 @@ func (w *Writer) Setattr(ino uint32, a Attr) error {
 	if err := w.lock(); err != nil {
 		return err
 	}
-	defer w.mu.Unlock()
+	defer w.unlock()
 	raw, err := w.getInode(ino)
 	if err != nil {
 		return err
