@@ -114,7 +114,7 @@ type Writer struct {
 	ibm    map[uint32][]byte
 	gen    uint32
 	closed bool
-	err    error // a failed commit: no more changes
+	err    error           // a failed commit: no more changes
 	held   map[uint32]int  // open counts (Hold)
 	orphan map[uint32]bool // unlinked while held: freed at the last Unhold
 

@@ -391,7 +391,11 @@ func (j *journal) recover(v *Volume, dev WriteDevice) (int, error) {
 	bs := int(v.bs)
 	type txn struct {
 		tid  uint32
-		tags []struct{ blk uint64; pos uint32; esc bool }
+		tags []struct {
+			blk uint64
+			pos uint32
+			esc bool
+		}
 	}
 	var txns []txn
 	revoked := map[uint64]uint32{}
@@ -442,7 +446,11 @@ func (j *journal) recover(v *Volume, dev WriteDevice) (int, error) {
 					}
 				}
 				dpos = next(dpos)
-				cur.tags = append(cur.tags, struct{ blk uint64; pos uint32; esc bool }{blk, dpos, flags&jFlagEscape != 0})
+				cur.tags = append(cur.tags, struct {
+					blk uint64
+					pos uint32
+					esc bool
+				}{blk, dpos, flags&jFlagEscape != 0})
 				off += j.tagSize
 				if flags&jFlagSameUUID == 0 {
 					off += 16
