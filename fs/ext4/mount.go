@@ -16,9 +16,11 @@ package ext4
 import (
 	"fmt"
 	"log"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -97,11 +99,21 @@ type mountOpts struct {
 	path ReadPath
 	// bcache is the bcache= budget in bytes; -1 when not given.
 	bcache int64
+	// commit is the commit= interval of a read-write mount; 0: 5 s.
+	commit time.Duration
 }
 
 func parseOpts(data string) (mountOpts, error) {
 	o := mountOpts{bcache: -1}
 	for _, opt := range strings.Split(data, ",") {
+		if v, ok := strings.CutPrefix(opt, "commit="); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return o, fmt.Errorf("ext4: bad commit= interval %q: %w", v, syscall.EINVAL)
+			}
+			o.commit = time.Duration(n) * time.Second
+			continue
+		}
 		if v, ok := strings.CutPrefix(opt, "bcache="); ok {
 			n, ok := parseCacheSize(v)
 			if !ok {
@@ -111,6 +123,7 @@ func parseOpts(data string) (mountOpts, error) {
 			continue
 		}
 		switch opt {
+		case "data=ordered":
 		case "", "ro", "noload", "norecovery", "user_xattr", "acl", "noatime", "relatime", "strictatime", "nodiratime":
 		case "dax", "dax=always":
 			o.dax = true

@@ -106,6 +106,20 @@ type Writer struct {
 	// Now gives the timestamps of changes; time.Now by default.
 	Now func() time.Time
 
+	// Batch lets a transaction span operations until it is big, old
+	// (CommitInterval, the commit= option, 5 s by default) or synced
+	// (Sync, Close); off, every operation commits before it returns.
+	// Set both before the first operation.
+	Batch          bool
+	CommitInterval time.Duration
+	lastCommit     time.Time
+	// pendingFree holds blocks freed by the running transaction: they
+	// are not allocated again until it commits, so data written to a
+	// new owner never lands in a block the committed state still gives
+	// to its old one (as mballoc avoids blocks freed in the running
+	// transaction).
+	pendingFree map[uint64]struct{}
+
 	// mu protects everything below and serialises operations.
 	mu     sync.Mutex
 	sb     []byte   // the primary superblock, 1024 bytes
@@ -114,9 +128,10 @@ type Writer struct {
 	ibm    map[uint32][]byte
 	gen    uint32
 	closed bool
-	err    error           // a failed commit: no more changes
-	held   map[uint32]int  // open counts (Hold)
-	orphan map[uint32]bool // unlinked while held: freed at the last Unhold
+	err    error            // a failed commit: no more changes
+	dirs   map[uint32]*wdir // name indexes of directories (rwdir.go)
+	held   map[uint32]int   // open counts (Hold)
+	orphan map[uint32]bool  // unlinked while held: freed at the last Unhold
 
 	// appendMu serialises Append's size read and write; taken before mu.
 	appendMu sync.Mutex
@@ -166,7 +181,7 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 	if f := v.writeRefusal(j != nil); f != "" {
 		return nil, &FeatureError{Feature: f + " (read-write)"}
 	}
-	w := &Writer{v: v, dev: tx, tx: tx, j: j, Now: time.Now, bbm: map[uint32][]byte{}, ibm: map[uint32][]byte{}, orphan: map[uint32]bool{}}
+	w := &Writer{v: v, dev: tx, tx: tx, j: j, Now: time.Now, bbm: map[uint32][]byte{}, ibm: map[uint32][]byte{}, orphan: map[uint32]bool{}, pendingFree: map[uint64]struct{}{}, CommitInterval: 5 * time.Second}
 	v.openUnlinked = w.isOpenUnlinked
 	w.sb = sb
 	perBlock := v.bs / uint64(v.descSize)
@@ -231,6 +246,11 @@ func (w *Writer) lock() error {
 	if w.closed || w.err != nil {
 		w.mu.Unlock()
 		return syscall.EROFS
+	}
+	// Blocks freed in the running transaction cannot be reused before it
+	// commits; commit first when they are a large share of the free ones.
+	if len(w.pendingFree) > 0 && uint64(len(w.pendingFree))*2 >= w.sbFreeBlocks() {
+		w.commitOrFail()
 	}
 	return nil
 }

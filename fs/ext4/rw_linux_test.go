@@ -626,7 +626,10 @@ func TestWriterCrash(t *testing.T) {
 		trials, _ = strconv.Atoi(s)
 	}
 	fixed := time.Unix(1750000000, 5)
-	for _, fsets := range []struct{ name, opts string }{{"ext4-csumv3", ""}, {"ext4-nocsum", "^metadata_csum,uninit_bg"}} {
+	for _, fsets := range []struct {
+		name, opts string
+		batch      bool
+	}{{"ext4-csumv3", "", false}, {"ext4-nocsum", "^metadata_csum,uninit_bg", false}, {"ext4-csumv3-batch", "", true}} {
 		t.Run(fsets.name, func(t *testing.T) {
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
@@ -646,13 +649,19 @@ func TestWriterCrash(t *testing.T) {
 					t.Fatal(err)
 				}
 				w.Now = func() time.Time { return fixed }
+				w.Batch, w.CommitInterval = fsets.batch, time.Hour
 				snaps := []map[string]string{snapshot(t, w)}
 				ends := []int{ref.count}
-				r := rand.New(rand.NewSource(seed))
+				committed := []bool{true}
+				r, rs := rand.New(rand.NewSource(seed)), rand.New(rand.NewSource(seed+7))
 				for i := 0; i < ops; i++ {
 					randomOp(r, writerTarget{w, 0})
+					if fsets.batch && rs.Intn(8) == 0 {
+						w.Sync() // fsync
+					}
 					snaps = append(snaps, snapshot(t, w))
 					ends = append(ends, ref.count)
+					committed = append(committed, w.Pending() == 0)
 				}
 				w.Close()
 				cut := ends[0] + rand.New(rand.NewSource(seed+1e6)).Intn(ref.count-ends[0]+1)
@@ -662,9 +671,13 @@ func TestWriterCrash(t *testing.T) {
 					t.Fatal(err)
 				}
 				w.Now = func() time.Time { return fixed }
-				r = rand.New(rand.NewSource(seed))
+				w.Batch, w.CommitInterval = fsets.batch, time.Hour
+				r, rs = rand.New(rand.NewSource(seed)), rand.New(rand.NewSource(seed+7))
 				for i := 0; i < ops && cd.count <= cut; i++ {
 					randomOp(r, writerTarget{w, 0})
+					if fsets.batch && rs.Intn(8) == 0 {
+						w.Sync()
+					}
 				}
 				// Power is back: recover from what reached the device.
 				img := memWDev(cd.memWDev)
@@ -679,12 +692,20 @@ func TestWriterCrash(t *testing.T) {
 					}
 				}
 				got := snapshot(t, w2)
+				// The last state committed before the cut, or the next
+				// committed one (its commit may have been under way).
 				k := 0
-				for k+1 < len(ends) && ends[k+1] <= cut {
-					k++
+				for i := 1; i < len(ends) && ends[i] <= cut; i++ {
+					if committed[i] {
+						k = i
+					}
 				}
-				if !sameTree(got, snaps[k]) && (k+1 >= len(snaps) || !sameTree(got, snaps[k+1])) {
-					t.Fatalf("trial %d (cut at write %d, after op %d): recovered tree matches neither op %d nor %d:\n%v\nwant\n%v", trial, cut, k, k, k+1, got, snaps[k])
+				next := k + 1
+				for next < len(ends) && !committed[next] {
+					next++
+				}
+				if !sameTree(got, snaps[k]) && (next >= len(snaps) || !sameTree(got, snaps[next])) {
+					t.Fatalf("trial %d (cut at write %d): recovered tree matches neither op %d nor %d:\n%v\nwant\n%v", trial, cut, k, next, got, snaps[k])
 				}
 				if err := w2.Close(); err != nil {
 					t.Fatal(err)
@@ -830,4 +851,79 @@ func TestWriterKernelReplay(t *testing.T) {
 			t.Logf("%d kernel transactions replayed by iovfs: same blocks as the kernel's replay", rec)
 		})
 	}
+}
+
+// TestWriterLargeDir grows one directory far past the blocks that are
+// scanned for room (the name index and the hinted block), removes and
+// renames a share of its entries, and checks the result with e2fsck -fn
+// and a kernel listing.
+func TestWriterLargeDir(t *testing.T) {
+	needRoot(t)
+	needMke2fs(t)
+	n := 12000 // the 64 MiB image has 16384 inodes
+	if testing.Short() || rwRace {
+		n = 3000
+	}
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.img")
+	mkfsRW(t, base, 64, "")
+	orig, _ := os.ReadFile(base)
+	dev := memWDev(orig)
+	w, err := OpenWriter(dev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := w.Mkdir(rootIno, "big", 0o755, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("file-with-a-longish-name-%06d", i)
+		if _, err := w.Create(d, name, 0o644, 0, 0); err != nil {
+			t.Fatalf("create %d: %v", i, err)
+		}
+		want[name] = true
+	}
+	if _, err := w.Create(d, "file-with-a-longish-name-000007", 0o644, 0, 0); !errors.Is(err, syscall.EEXIST) {
+		t.Fatalf("duplicate create: %v, want EEXIST", err)
+	}
+	for i := 0; i < n; i += 3 {
+		name := fmt.Sprintf("file-with-a-longish-name-%06d", i)
+		if err := w.Unlink(d, name); err != nil {
+			t.Fatalf("unlink %s: %v", name, err)
+		}
+		delete(want, name)
+	}
+	for i := 1; i < n; i += 7 {
+		name := fmt.Sprintf("file-with-a-longish-name-%06d", i)
+		if !want[name] {
+			continue
+		}
+		if err := w.Rename(d, name, d, "r"+name); err != nil {
+			t.Fatalf("rename %s: %v", name, err)
+		}
+		delete(want, name)
+		want["r"+name] = true
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	img := filepath.Join(dir, "w.img")
+	os.WriteFile(img, dev, 0o600)
+	e2fsckClean(t, img)
+	mnt, _ := kmount(t, img, "ro,noload")
+	ents, err := os.ReadDir(filepath.Join(mnt, "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != len(want) {
+		t.Fatalf("kernel lists %d entries, want %d", len(ents), len(want))
+	}
+	for _, e := range ents {
+		if !want[e.Name()] {
+			t.Fatalf("kernel lists %q, not made", e.Name())
+		}
+	}
+	t.Logf("%d creates, %d entries left: e2fsck clean, kernel listing equal", n, len(want))
 }

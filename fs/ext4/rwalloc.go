@@ -109,12 +109,13 @@ func (w *Writer) allocBlocks(goal uint64, n uint32) (uint64, uint32, error) {
 			return 0, 0, err
 		}
 		gb := w.groupBlocks(g)
+		base := v.firstData + uint64(g)*uint64(v.bpg)
 		for i := from; i < gb; i++ {
-			if bit(bm, i) {
+			if bit(bm, i) || w.freedNow(base+uint64(i)) {
 				continue
 			}
 			got := uint32(0)
-			for i+got < gb && got < n && !bit(bm, i+got) {
+			for i+got < gb && got < n && !bit(bm, i+got) && !w.freedNow(base+uint64(i+got)) {
 				setBit(bm, i+got)
 				got++
 			}
@@ -151,6 +152,7 @@ func (w *Writer) freeBlocks(start uint64, n uint64) error {
 				return corrupt(0, "freeing free block %d", start+uint64(cnt))
 			}
 			clearBit(bm, i+cnt)
+			w.pendingFree[start+uint64(cnt)] = struct{}{}
 			cnt++
 		}
 		w.setDescField(g, gdFreeBlocks, 0x2C, 16, w.descField(g, gdFreeBlocks, 0x2C, 16)+uint64(cnt))
@@ -261,3 +263,12 @@ func (w *Writer) freeInode(ino uint32, dir bool) error {
 }
 
 var _ = binary.LittleEndian
+
+// freedNow reports whether blk was freed by the running transaction.
+func (w *Writer) freedNow(blk uint64) bool {
+	if len(w.pendingFree) == 0 {
+		return false
+	}
+	_, ok := w.pendingFree[blk]
+	return ok
+}

@@ -61,6 +61,7 @@ type dirent struct {
 	off, prev  int // offset in the block, previous entry's (-1: first)
 	recLen     int
 	blockIndex uint64
+	name       string // set by find
 }
 
 // scanEntries calls fn for every entry (in use or not) of directory dir's
@@ -99,16 +100,114 @@ func (w *Writer) scanEntries(dir uint32, draw []byte, fn func(buf []byte, e dire
 	return nil
 }
 
-// find looks name up in dir.
-func (w *Writer) find(dir uint32, draw []byte, name string) (e dirent, found bool, err error) {
-	err = w.scanEntries(dir, draw, func(_ []byte, d dirent, n []byte) bool {
-		if d.ino != 0 && string(n) == name {
-			e, found = d, true
-			return true
+// scanBlock is scanEntries for logical block lblk of dir only.
+func (w *Writer) scanBlock(dir uint32, draw []byte, lblk uint64, fn func(buf []byte, e dirent, name []byte) bool) error {
+	if lblk >= iSize(draw)>>w.v.bsBits {
+		return nil
+	}
+	exts, _, err := w.loadExtents(dir, draw)
+	if err != nil {
+		return err
+	}
+	phys, ok, _ := lookupExt(exts, lblk)
+	if !ok {
+		return nil
+	}
+	buf := make([]byte, w.v.bs)
+	if err := w.v.readBlock(phys, buf); err != nil {
+		return err
+	}
+	prev := -1
+	for off := 0; off < w.dirEnd(); {
+		rl := w.v.recLen(le16(buf, off+4))
+		nl := int(buf[off+6])
+		if rl < 12 || off+rl > int(w.v.bs) || 8+nl > rl {
+			return corrupt(dir, "bad directory entry in block %d at %d", lblk, off)
+		}
+		if fn(buf, dirent{ino: le32(buf, off), ft: buf[off+7], phys: phys, off: off, prev: prev, recLen: rl, blockIndex: lblk}, buf[off+8:off+8+nl]) {
+			return nil
+		}
+		prev = off
+		off += rl
+	}
+	return nil
+}
+
+// wdir is the Writer's in-memory index of one directory's names, built by
+// one scan and kept in step by every change the Writer makes (offsets of
+// live entries never move: an insertion splits a free tail, a removal
+// merges into the previous entry). It stands in for the htree's lookups.
+type wdir struct {
+	names map[string]dentLoc
+	hint  uint64 // a block that had room
+}
+
+type dentLoc struct {
+	ino  uint32
+	ft   uint8
+	lblk uint64
+	phys uint64
+	off  int
+}
+
+const maxCachedDirs = 256
+
+// dirIndex returns dir's name index, scanning it on first use.
+func (w *Writer) dirIndex(dir uint32, draw []byte) (*wdir, error) {
+	if d := w.dirs[dir]; d != nil {
+		return d, nil
+	}
+	d := &wdir{names: map[string]dentLoc{}}
+	err := w.scanEntries(dir, draw, func(_ []byte, e dirent, n []byte) bool {
+		if e.ino != 0 {
+			d.names[string(n)] = dentLoc{e.ino, e.ft, e.blockIndex, e.phys, e.off}
 		}
 		return false
 	})
-	return e, found, err
+	if err != nil {
+		return nil, err
+	}
+	if w.dirs == nil {
+		w.dirs = map[uint32]*wdir{}
+	}
+	if len(w.dirs) >= maxCachedDirs {
+		for k := range w.dirs {
+			delete(w.dirs, k)
+			break
+		}
+	}
+	w.dirs[dir] = d
+	return d, nil
+}
+
+// find looks name up in dir, through its index; e.prev is found by
+// reading the entry's block.
+func (w *Writer) find(dir uint32, draw []byte, name string) (e dirent, found bool, err error) {
+	d, err := w.dirIndex(dir, draw)
+	if err != nil {
+		return e, false, err
+	}
+	l, ok := d.names[name]
+	if !ok {
+		return e, false, nil
+	}
+	buf := make([]byte, w.v.bs)
+	if err := w.v.readBlock(l.phys, buf); err != nil {
+		return e, false, err
+	}
+	prev := -1
+	for off := 0; off < l.off; {
+		rl := w.v.recLen(le16(buf, off+4))
+		if rl < 12 {
+			return e, false, corrupt(dir, "bad directory entry in block %d at %d", l.lblk, off)
+		}
+		prev = off
+		off += rl
+	}
+	if le32(buf, l.off) != l.ino {
+		return e, false, corrupt(dir, "directory index out of step at %q", name)
+	}
+	return dirent{ino: l.ino, ft: l.ft, phys: l.phys, off: l.off, prev: prev, recLen: w.v.recLen(le16(buf, l.off+4)), blockIndex: l.lblk, name: name}, true, nil
 }
 
 // dirOpen reads directory dir for a change: ENOTDIR, ENOENT for a removed
@@ -144,9 +243,13 @@ func (w *Writer) addEntry(dir uint32, draw []byte, name string, ino uint32, ft u
 		return syscall.EOPNOTSUPP
 	}
 	need := (8 + len(name) + 3) &^ 3
+	idx, err := w.dirIndex(dir, draw)
+	if err != nil {
+		return err
+	}
 	done := false
 	var werr error
-	err := w.scanEntries(dir, draw, func(buf []byte, e dirent, n []byte) bool {
+	try := func(buf []byte, e dirent, n []byte) bool {
 		used := 0
 		if e.ino != 0 {
 			used = (8 + len(n) + 3) &^ 3
@@ -154,18 +257,31 @@ func (w *Writer) addEntry(dir uint32, draw []byte, name string, ino uint32, ft u
 		if e.recLen-used < need {
 			return false
 		}
+		at := e.off
 		if e.ino == 0 {
 			putDirent(buf[e.off:], ino, w.recLenDisk(e.recLen), name, ft)
 		} else {
 			binary.LittleEndian.PutUint16(buf[e.off+4:], w.recLenDisk(used))
-			putDirent(buf[e.off+used:], ino, w.recLenDisk(e.recLen-used), name, ft)
+			at = e.off + used
+			putDirent(buf[at:], ino, w.recLenDisk(e.recLen-used), name, ft)
 		}
 		werr = w.writeDirBlock(dir, draw, buf, e.phys)
+		idx.names[name] = dentLoc{ino, ft, e.blockIndex, e.phys, at}
+		idx.hint = e.blockIndex
 		done = true
 		return true
-	})
-	if err != nil {
+	}
+	nb := iSize(draw) >> w.v.bsBits
+	if err := w.scanBlock(dir, draw, idx.hint, try); err != nil {
 		return err
+	}
+	// Linux's linear add_dirent_to_buf tries every block; past a few
+	// blocks only the hinted one is tried and the directory grows instead,
+	// so a large directory's insertions stay O(1).
+	if !done && nb <= 8 {
+		if err := w.scanEntries(dir, draw, try); err != nil {
+			return err
+		}
 	}
 	if werr != nil {
 		return werr
@@ -198,6 +314,8 @@ func (w *Writer) addEntry(dir uint32, draw []byte, name string, ino uint32, ft u
 		if err := w.writeDirBlock(dir, draw, buf, start); err != nil {
 			return err
 		}
+		idx.names[name] = dentLoc{ino, ft, lblk, start, 0}
+		idx.hint = lblk
 		setISize(draw, iSize(draw)+w.v.bs)
 	}
 	touch(draw, now, tMtime, tCtime)
@@ -223,6 +341,9 @@ func (w *Writer) removeEntry(dir uint32, draw []byte, e dirent, now time.Time) e
 	}
 	if err := w.writeDirBlock(dir, draw, buf, e.phys); err != nil {
 		return err
+	}
+	if d := w.dirs[dir]; d != nil {
+		delete(d.names, e.name)
 	}
 	touch(draw, now, tMtime, tCtime)
 	return w.putInode(dir, draw)
@@ -393,6 +514,7 @@ func (w *Writer) make(dir uint32, name string, mode, uid, gid uint32, target str
 // releaseInode frees ino's blocks and the inode itself, leaving it as
 // ext4_free_inode does: no links, no blocks, a deletion time.
 func (w *Writer) releaseInode(ino uint32, raw []byte, isDir bool) error {
+	delete(w.dirs, ino)
 	if iFlags(raw)&FlagExtents != 0 {
 		if exts, leaf, err := w.loadExtents(ino, raw); err == nil {
 			for _, e := range exts {
@@ -542,15 +664,16 @@ func (w *Writer) dropLink(parent, ino uint32, raw []byte, isDir bool, now time.T
 }
 
 func (w *Writer) emptyDir(ino uint32, raw []byte) (bool, error) {
-	empty := true
-	err := w.scanEntries(ino, raw, func(_ []byte, e dirent, n []byte) bool {
-		if e.ino != 0 && string(n) != "." && string(n) != ".." {
-			empty = false
-			return true
+	d, err := w.dirIndex(ino, raw)
+	if err != nil {
+		return false, err
+	}
+	for n := range d.names {
+		if n != "." && n != ".." {
+			return false, nil
 		}
-		return false
-	})
-	return empty, err
+	}
+	return true, nil
 }
 
 // Rename moves oldName in oldDir to newName in newDir with rename(2)'s
@@ -650,6 +773,9 @@ func (w *Writer) Rename(oldDir uint32, oldName string, newDir uint32, newName st
 		if err := w.writeDirBlock(newDir, ndraw, buf, dst.phys); err != nil {
 			return err
 		}
+		if d := w.dirs[newDir]; d != nil {
+			d.names[newName] = dentLoc{src.ino, ftOf(iMode(sraw)), dst.blockIndex, dst.phys, dst.off}
+		}
 		touch(ndraw, now, tMtime, tCtime)
 		if err := w.putInode(newDir, ndraw); err != nil {
 			return err
@@ -692,6 +818,11 @@ func (w *Writer) Rename(oldDir uint32, oldName string, newDir uint32, newName st
 		binary.LittleEndian.PutUint32(buf[up.off:], newDir)
 		if err := w.writeDirBlock(src.ino, sraw, buf, up.phys); err != nil {
 			return err
+		}
+		if d := w.dirs[src.ino]; d != nil {
+			l := d.names[".."]
+			l.ino = newDir
+			d.names[".."] = l
 		}
 		if odraw, err = w.getInode(oldDir); err != nil {
 			return err

@@ -19,6 +19,7 @@ package ext4
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sort"
 	"syscall"
@@ -113,7 +114,9 @@ func (d *txDev) writeData(p []byte, off int64) error {
 
 func (d *txDev) flush() error {
 	if s, ok := d.dev.(interface{ Sync() error }); ok {
-		return s.Sync()
+		if err := s.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+			return err
+		}
 	}
 	return nil
 }
@@ -133,20 +136,61 @@ type journal struct {
 
 func (w *Writer) writeDataAt(p []byte, off int64) error { return w.tx.writeData(p, off) }
 
-// unlock commits the operation's transaction and releases mu. A failed
-// commit makes the Writer refuse further changes (errors=remount-ro).
+// unlock ends an operation and releases mu. The running transaction is
+// committed when it has grown past commitBlocks, when CommitInterval has
+// passed since the last commit, or always when Batch is off; Sync and
+// Close commit too. A failed commit makes the Writer refuse further
+// changes (errors=remount-ro).
 func (w *Writer) unlock() {
+	if !w.Batch || len(w.tx.over) >= w.commitBlocks() || w.Now().Sub(w.lastCommit) >= w.CommitInterval {
+		w.commitOrFail()
+	}
+	w.mu.Unlock()
+}
+
+func (w *Writer) commitOrFail() {
 	if err := w.commit(); err != nil && w.err == nil {
 		w.err = err
 		w.v.opt.Logf("ext4: commit failed, no more writes: %v", err)
 	}
-	w.mu.Unlock()
+}
+
+// commitBlocks is the size at which a transaction commits: a quarter of
+// the log, at most 1024 blocks (jbd2's j_max_transaction_buffers idea).
+func (w *Writer) commitBlocks() int {
+	if w.j == nil {
+		return 1024
+	}
+	return min(1024, int(w.j.maxlen-w.j.first)/4)
+}
+
+// Sync commits the running transaction, as fsync(2) and syncfs(2) do,
+// and flushes the device.
+func (w *Writer) Sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	w.commitOrFail()
+	if w.err != nil {
+		return w.err
+	}
+	return w.tx.flush()
+}
+
+// Pending reports how many metadata blocks the running transaction holds.
+func (w *Writer) Pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.tx.over)
 }
 
 // commit makes the overlay durable (see the file comment).
 func (w *Writer) commit() error {
 	d := w.tx
 	if len(d.over) == 0 {
+		clear(w.pendingFree)
 		return nil
 	}
 	blocks := make([]uint64, 0, len(d.over))
@@ -169,6 +213,10 @@ func (w *Writer) commit() error {
 		return err
 	}
 	d.over, d.order = map[uint64][]byte{}, d.order[:0]
+	// Blocks freed by the transaction may be reused now that their
+	// release is durable.
+	clear(w.pendingFree)
+	w.lastCommit = w.Now()
 	if w.j != nil {
 		return w.writeJSuper(0)
 	}

@@ -40,6 +40,10 @@ type rwFS struct {
 // backingWDevice is the Writer's device over the held-open source.
 type backingWDevice struct{ backingDevice }
 
+// Sync flushes the device's cache (EINVAL from a device without one is
+// ignored by the caller).
+func (d backingWDevice) Sync() error { return d.b.Sync() }
+
 func (d backingWDevice) WriteAt(p []byte, off int64) (int, error) {
 	done := 0
 	for done < len(p) {
@@ -80,6 +84,10 @@ func mountRW(req vfs.MountRequest, opts mountOpts, logf func(string, ...any)) (v
 	if err != nil {
 		b.Release()
 		return nil, err
+	}
+	w.Batch = true
+	if opts.commit > 0 {
+		w.CommitInterval = opts.commit
 	}
 	fs := &rwFS{w: w, b: b, bs: uint64(w.v.bs), nodes: map[uint32]vfs.Node{}}
 	return fs, nil
@@ -266,26 +274,30 @@ type rwDir struct{ rwBase }
 // FileType implements vfs.FileTyper.
 func (*rwDir) FileType() uint32 { return S_IFDIR }
 
-// Lookup implements vfs.Lookuper.
+// Lookup implements vfs.Lookuper, through the Writer's name index.
 func (d *rwDir) Lookup(name string) (vfs.Node, error) {
 	var ino, mode uint32
-	err := d.fs.w.View(func(v *Volume) error {
-		in, err := v.Inode(d.ino)
+	w := d.fs.w
+	err := w.View(func(v *Volume) error {
+		raw, err := w.getInode(d.ino)
 		if err != nil {
 			return err
 		}
-		if in.Nlink == 0 {
+		if iLinks(raw) == 0 {
 			return syscall.ENOENT
 		}
-		ino, err = v.Lookup(in, name)
+		e, ok, err := w.find(d.ino, raw, name)
 		if err != nil {
 			return err
 		}
-		c, err := v.Inode(ino)
+		if !ok {
+			return syscall.ENOENT
+		}
+		c, err := w.getInode(e.ino)
 		if err != nil {
 			return err
 		}
-		mode = c.Mode
+		ino, mode = e.ino, iMode(c)
 		return nil
 	})
 	if err != nil {
@@ -501,14 +513,13 @@ func (h *rwHandle) Append(src iov.Iter) (int64, int, error) {
 	return h.fs.w.Append(h.ino, p)
 }
 
-// Sync implements vfs.Syncer: the Writer writes through, so only the
-// device's cache is flushed.
-func (h *rwHandle) Sync() error {
-	if err := h.fs.b.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return err
-	}
-	return nil
-}
+// Sync implements vfs.Syncer: it commits the running transaction (which
+// holds every change made so far, as ext4's fsync forces a commit) and
+// flushes the device.
+func (h *rwHandle) Sync() error { return h.fs.w.Sync() }
+
+// Datasync implements vfs.DataSyncer, as Sync.
+func (h *rwHandle) Datasync() error { return h.fs.w.Sync() }
 
 // Release implements vfs.Releaser.
 func (h *rwHandle) Release() error {
