@@ -37,9 +37,13 @@ var Types = []string{"ext4", "ext3", "ext2"}
 // logger, prefixed with the source; use NewMountFunc to send them
 // elsewhere.
 //
-// The mount must be read-only (MS_RDONLY; otherwise EROFS). req.Source is
-// opened O_RDONLY through req.Proc and must be a block device (ENOTBLK
-// otherwise, as Linux's lookup_bdev). Options in req.Data, comma-separated:
+// With MS_RDONLY the mount is this read-only driver and req.Source is
+// opened O_RDONLY. Without it, req.Source is opened O_RDWR and served by
+// the Writer (rw.go, rwmount.go): features it cannot keep correct give a
+// *FeatureError (EINVAL) naming them, a journal that needs recovery is
+// replayed, and dax is refused (EINVAL). Either way req.Source must be a
+// block device (ENOTBLK otherwise, as Linux's lookup_bdev). Options in
+// req.Data, comma-separated:
 //
 //	dax, dax=always   copy file data straight from device memory; the
 //	                  device must offer direct access (EINVAL otherwise)
@@ -50,6 +54,9 @@ var Types = []string{"ext4", "ext3", "ext2"}
 //	                  the device, at most 64 MiB); bcache=0 reads metadata
 //	                  from the device every time. A dax mount reads
 //	                  metadata from device memory and has no cache.
+//	commit=N          read-write: commit the running transaction after N
+//	                  seconds (default 5); data=ordered is accepted (it is
+//	                  what the Writer does)
 //	ro, noload, norecovery, errors=..., user_xattr, acl, noatime, relatime
 //	                  accepted and ignored (the mount is read-only and
 //	                  never replays the journal, as ro,noload)

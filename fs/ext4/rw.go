@@ -1,25 +1,33 @@
 package ext4
 
-// Read-write support, the first step of issue 15: a Writer changes a
-// volume in place, without a journal, keeping every structure e2fsck
-// checks consistent after each operation (bitmaps, group descriptor and
-// superblock free counts, link counts, sizes, i_blocks and every
-// metadata_csum checksum).
+// Read-write support (issue 15): a Writer changes a volume in place. Every
+// operation leaves the structures e2fsck checks consistent (bitmaps,
+// group descriptor and superblock free counts, link counts, sizes,
+// i_blocks and every metadata_csum checksum) and is one jbd2 transaction
+// or part of one (rwjournal.go), so a crash at any write recovers to a
+// consistent volume.
 //
 // Scope (what OpenWriter accepts, checked by writeRefusal):
-//   - extents (files are written with extent trees of depth 0 or 1),
-//     64bit, flex_bg, meta_bg, sparse_super, sparse_super2, large_file,
+//   - extents (files are written with extent trees of depth 0 or 1; a
+//     file needing more than one leaf of extents gets ENOSPC), 64bit,
+//     flex_bg, meta_bg, sparse_super, sparse_super2, large_file,
 //     huge_file, dir_nlink, extra_isize, metadata_csum (+csum_seed) or
-//     gdt_csum, dir_index (htree directories are read but an insertion or
-//     removal in one gives EOPNOTSUPP; directories made here are linear),
-//     has_journal only when the journal is clean (no replay here).
-//   - refused with a *FeatureError naming the feature: needs_recovery,
-//     inline_data, bigalloc, encrypt, casefold, ea_inode, quota, project,
-//     verity, and volumes without extents (block-mapped ext2/ext3).
+//     gdt_csum, has_journal (internal, jbd2 v2 with revoke, 64bit and
+//     csum v3; replayed at open), dir_index (htree directories are read
+//     and looked up, but adding or removing an entry in one gives
+//     EOPNOTSUPP; directories made here are linear, with an in-memory
+//     name index in place of the htree).
+//   - refused with a *FeatureError naming the feature: inline_data,
+//     bigalloc, encrypt, casefold, ea_inode, mmp, quota, project, verity,
+//     orphan_present, needs_recovery without a journal, journal csum v2,
+//     async_commit and fast_commit, external journals, and volumes
+//     without extents or filetype (block-mapped ext2/ext3).
+//   - groups still marked BLOCK_UNINIT are not allocated from.
 //
-// Locking: mu serialises every operation; the Volume's readers may run
-// concurrently only on inodes no operation is changing (the reader's
-// inode cache entry is dropped after every inode write).
+// Locking: mu serialises every operation, and every read of a writable
+// volume goes through it too (View, ReadAt), so no reader sees a change
+// half made; the reader's inode cache entry is dropped after every inode
+// write.
 
 import (
 	"encoding/binary"
