@@ -154,6 +154,9 @@ type Writer struct {
 func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 	opt.Cache, opt.CacheDevice = nil, nil
 	opt.NoChecksums = false
+	if opt.Logf == nil {
+		opt.Logf = func(string, ...any) {}
+	}
 	tx := &txDev{dev: dev, over: map[uint64][]byte{}} // bs 0: pass-through until set
 	v, err := Open(tx, opt)
 	if err != nil {
@@ -166,6 +169,10 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 	j, err := openJournal(v, tx, sb)
 	if err != nil {
 		return nil, err
+	}
+	// Refuse before any write, the replay's included.
+	if f := v.writeRefusal(j != nil); f != "" {
+		return nil, &FeatureError{Feature: f + " (read-write)"}
 	}
 	if j != nil && (v.incompat&incompatRecover != 0 || be.Uint32(j.sb[0x1C:]) != 0) {
 		n, err := j.recover(v, dev)
@@ -183,6 +190,9 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 		}
 		if j, err = openJournal(v, tx, sb); err != nil {
 			return nil, err
+		}
+		if j == nil {
+			return nil, corrupt(0, "journal gone after its replay")
 		}
 		j.seq = seq
 	}
