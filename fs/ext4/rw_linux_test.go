@@ -285,7 +285,7 @@ func randPath(r *rand.Rand) string {
 
 // runSequence applies ops random operations to both targets and reports
 // the first divergence.
-func runSequence(t *testing.T, r *rand.Rand, ops int, k, x rwTarget) {
+func runSequence(t *testing.T, r *rand.Rand, ops int, k, x rwTarget, seen map[string]int) {
 	t.Helper()
 	for i := 0; i < ops; i++ {
 		p, q := randPath(r), randPath(r)
@@ -334,6 +334,13 @@ func runSequence(t *testing.T, r *rand.Rand, ops int, k, x rwTarget) {
 		}
 		if errnoOf(ek) != errnoOf(ex) || nk != nx {
 			t.Fatalf("op %d %s: kernel (%d, %v), iovfs (%d, %v)", i, desc, nk, ek, nx, ex)
+		}
+		if seen != nil {
+			name := "ok"
+			if ek != nil {
+				name = unix.ErrnoName(errnoOf(ek))
+			}
+			seen[strings.Fields(desc)[0]+":"+name]++
 		}
 	}
 }
@@ -459,6 +466,7 @@ func TestWriterKernelDifferential(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			seen := map[string]int{}
 			for s := 0; s < seqs; s++ {
 				seed := int64(s*1000 + len(fsets.name))
 				kimg := filepath.Join(dir, "k.img")
@@ -471,7 +479,7 @@ func TestWriterKernelDifferential(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				runSequence(t, rand.New(rand.NewSource(seed)), ops, kernelTarget{mnt}, writerTarget{w, umask})
+				runSequence(t, rand.New(rand.NewSource(seed)), ops, kernelTarget{mnt}, writerTarget{w, umask}, seen)
 				want := treeOf(t, mnt)
 				um()
 				w.Close()
@@ -488,7 +496,16 @@ func TestWriterKernelDifferential(t *testing.T) {
 					t.Fatalf("sequence %d (seed %d) diverged", s, seed)
 				}
 			}
-			t.Logf("%d sequences of %d operations: 0 divergences, e2fsck clean", seqs, ops)
+			keys := make([]string, 0, len(seen))
+			for k := range seen {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			var sb strings.Builder
+			for _, k := range keys {
+				fmt.Fprintf(&sb, " %s=%d", k, seen[k])
+			}
+			t.Logf("%d sequences of %d operations: 0 divergences, e2fsck clean; results:%s", seqs, ops, sb.String())
 		})
 	}
 }
