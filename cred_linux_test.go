@@ -93,6 +93,7 @@ func TestCredHelper(t *testing.T) {
 type credSys interface {
 	openDir(dir string) (int, error)
 	openat(dirfd int, p string, flags int, mode uint32) (int, error)
+	openat2(dirfd int, p string, how *unix.OpenHow) (int, error)
 	close(fd int) error
 	read(fd int, b []byte) (int, error)
 	write(fd int, b []byte) (int, error)
@@ -137,6 +138,17 @@ func runCredStep(sys credSys, dir string, s credStep) credResult {
 			n, err := sys.write(fd, []byte("xyz"))
 			return credResult{Out: fmt.Sprintf("write %d %d", n, errnoOf(err))}
 		}
+		return credResult{}
+	case "openat2":
+		how := unix.OpenHow{Flags: uint64(s.Flags | unix.O_NONBLOCK | unix.O_CLOEXEC), Resolve: uint64(s.Dev)}
+		if s.Flags&unix.O_CREAT != 0 {
+			how.Mode = uint64(s.Mode)
+		}
+		fd, err := sys.openat2(dfd, s.A, &how)
+		if err != nil {
+			return credErr(err)
+		}
+		sys.close(fd)
 		return credResult{}
 	case "read":
 		fd, err := sys.openat(dfd, s.A, unix.O_RDONLY|unix.O_NONBLOCK, 0)
@@ -221,6 +233,9 @@ func (hostCred) openDir(dir string) (int, error) {
 func (hostCred) openat(d int, p string, fl int, m uint32) (int, error) {
 	return unix.Openat(d, p, fl|unix.O_CLOEXEC, m)
 }
+func (hostCred) openat2(d int, p string, how *unix.OpenHow) (int, error) {
+	return unix.Openat2(d, p, how)
+}
 func (hostCred) close(fd int) error                      { return unix.Close(fd) }
 func (hostCred) read(fd int, b []byte) (int, error)      { return unix.Read(fd, b) }
 func (hostCred) write(fd int, b []byte) (int, error)     { return unix.Write(fd, b) }
@@ -298,6 +313,9 @@ func (o ovfsCred) openDir(dir string) (int, error) {
 }
 func (o ovfsCred) openat(d int, p string, fl int, m uint32) (int, error) {
 	return o.p.Openat(d, p, fl|unix.O_CLOEXEC, m)
+}
+func (o ovfsCred) openat2(d int, p string, how *unix.OpenHow) (int, error) {
+	return o.p.Openat2(d, p, how)
 }
 func (o ovfsCred) close(fd int) error                      { return o.p.Close(fd) }
 func (o ovfsCred) read(fd int, b []byte) (int, error)      { return o.p.Read(fd, b) }
@@ -684,11 +702,15 @@ func drawCredStep(t *rapid.T) credStep {
 	mode := func() uint32 { return rapid.SampledFrom(credModes).Draw(t, "mode") }
 	s := credStep{}
 	ops := []string{"open", "open", "open", "read", "mkdir", "unlink", "rename", "link", "symlink", "readlink",
-		"stat", "statx", "chmod", "chown", "chown", "utimens", "utimens", "access", "truncate", "mknod", "fdop", "fdop", "flink"}
+		"stat", "statx", "chmod", "chown", "chown", "utimens", "utimens", "access", "truncate", "mknod", "fdop", "fdop", "flink", "openat2", "openat2"}
 	s.Op = rapid.SampledFrom(ops).Draw(t, "op")
 	switch s.Op {
 	case "open":
 		s.A, s.Flags, s.Mode = pth("a"), rapid.SampledFrom(credOpen).Draw(t, "flags"), mode()
+	case "openat2":
+		s.A, s.Flags, s.Mode = pth("a"), rapid.SampledFrom(credOpen).Draw(t, "flags"), mode()&0o7777
+		s.Dev = rapid.SampledFrom([]int{0, unix.RESOLVE_BENEATH, unix.RESOLVE_IN_ROOT, unix.RESOLVE_NO_SYMLINKS,
+			unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS, unix.RESOLVE_BENEATH | unix.RESOLVE_NO_XDEV}).Draw(t, "resolve")
 	case "read", "readlink":
 		s.A = pth("a")
 	case "mkdir":
@@ -732,7 +754,11 @@ func drawCredStep(t *rapid.T) credStep {
 		case 3:
 			s.Mode, s.Dev = unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))
 		case 4:
-			s.Mode, s.Dev = unix.S_IFBLK|0o600, int(unix.Mkdev(7, 0))
+			// A block number with no driver on the host (major 240 is
+			// for local use): the root variant must never make a node
+			// that opens a real device of this machine, such as a loop
+			// device another test has bound.
+			s.Mode, s.Dev = unix.S_IFBLK|0o600, int(unix.Mkdev(240, 7))
 		}
 	case "flink":
 		s.A, s.B = pth("a"), pth("b")
@@ -851,6 +877,9 @@ func credDifferential(t *testing.T, asRoot bool, checks int) {
 		user, _ = root.Fork()
 	}
 	ours := ovfsCred{user}
+	// The sequences' parent is root's and 0755 on both sides, as the host
+	// tmpfs's root is: a symlink to "../x" leads there.
+	must(t, root.Mkdir("/tmp/cd", 0o755))
 
 	f := flag.Lookup("rapid.checks")
 	old := f.Value.String()
@@ -862,7 +891,7 @@ func credDifferential(t *testing.T, asRoot bool, checks int) {
 	rapid.Check(t, func(t *rapid.T) {
 		seqs++
 		name := fmt.Sprintf("s%d", seqs)
-		hdir, odir := path.Join(host, name), "/tmp/"+name
+		hdir, odir := path.Join(host, name), "/tmp/cd/"+name
 		for _, err := range []error{unix.Mkdir(hdir, 0o777), unix.Chmod(hdir, 0o777), root.Mkdir(odir, 0o777), root.Chmod(odir, 0o777)} {
 			if err != nil {
 				t.Fatalf("sequence directory: %v", err)

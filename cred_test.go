@@ -218,3 +218,28 @@ func TestUnprivilegedReadNoAllocs(t *testing.T) {
 		t.Fatalf("pread: %d %v %q", n, err, b)
 	}
 }
+
+// TestCreateRace opens one new name with O_CREAT from several goroutines
+// at once: each open succeeds, as in Linux, where the directory's lock
+// covers the lookup and the create.
+func TestCreateRace(t *testing.T) {
+	p := newProc(t)
+	for round := 0; round < 200; round++ {
+		name := fmt.Sprintf("/tmp/r%d", round)
+		errs := make(chan error, 4)
+		for g := 0; g < 4; g++ {
+			go func() {
+				fd, err := p.Open(name, unix.O_WRONLY|unix.O_CREAT, 0o644)
+				if err == nil {
+					p.Close(fd)
+				}
+				errs <- err
+			}()
+		}
+		for g := 0; g < 4; g++ {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+}

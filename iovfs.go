@@ -29,6 +29,7 @@ import (
 type Option func(*config)
 
 type config struct {
+	devfsOut **devfs.FS
 	devices  []namedDevice
 	ramDisks int
 	ramSize  int64
@@ -66,6 +67,12 @@ func WithRAMDisks(n int, size int64) Option {
 	return func(c *config) { c.ramDisks, c.ramSize = n, size }
 }
 
+// WithDevFS makes New store its /dev file system in *dst, so that
+// devices can be added later (the shell's mkrd does).
+func WithDevFS(dst **devfs.FS) Option {
+	return func(c *config) { c.devfsOut = dst }
+}
+
 // New returns a process in a new namespace laid out as a program expects:
 // tmpfs at /, devfs at /dev (null, zero, full, random, urandom and the
 // devices given by WithDevice; loop-control, loop0-7 and ram0 too), a
@@ -76,6 +83,9 @@ func New(opts ...Option) (*vfs.Proc, error) {
 		o(&c)
 	}
 	dev := devfs.New()
+	if c.devfsOut != nil {
+		*c.devfsOut = dev
+	}
 	std := []namedDevice{
 		{"null", mem.Null{}},
 		{"zero", mem.Zero{}},

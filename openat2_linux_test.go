@@ -294,6 +294,7 @@ func TestOpenat2Escape(t *testing.T) {
 		"a/b/../../canary", "a/b/../../../canary", "a/b/c/../../../../canary", "a/b/c/../../../../../tmp/canary",
 		"/canary", "/../canary", "m/up/canary", "m/../../canary", "l/up/../canary",
 	}
+	creates := []string{"l/../../created", "a/b/../../../created", "/../created", "l/created", "a/b/c/../../../../created", "m/up/created"}
 	duration := 10 * time.Second
 	var attempts, opened, escapes atomic.Int64
 	var errs sync.Map
@@ -310,7 +311,13 @@ func TestOpenat2Escape(t *testing.T) {
 					res = unix.RESOLVE_BENEATH
 				}
 				how := unix.OpenHow{Flags: unix.O_RDONLY, Resolve: res}
-				fd, err := q.Openat2(root, paths[i%len(paths)], &how)
+				pth := paths[i%len(paths)]
+				if i%7 == 3 {
+					// A create that escaped would leave a file outside.
+					how = unix.OpenHow{Flags: unix.O_WRONLY | unix.O_CREAT, Mode: 0o644, Resolve: res}
+					pth = creates[i%len(creates)]
+				}
+				fd, err := q.Openat2(root, pth, &how)
 				attempts.Add(1)
 				if err != nil {
 					e := errnoOf(err)
@@ -323,7 +330,7 @@ func TestOpenat2Escape(t *testing.T) {
 				if err == nil {
 					if c, bad := canaries[[2]uint64{st.Dev, st.Ino}]; bad {
 						escapes.Add(1)
-						t.Errorf("escape: openat2(root, %q, resolve %#x) opened %s", paths[i%len(paths)], res, c)
+						t.Errorf("escape: openat2(root, %q, resolve %#x) opened %s", pth, res, c)
 					}
 				}
 				q.Close(fd)
@@ -340,6 +347,14 @@ func TestOpenat2Escape(t *testing.T) {
 	})
 	t.Logf("%d attempts in %v against %d swaps: %d opened inside the root, %d escapes; errors%s",
 		attempts.Load(), duration, swaps.Load(), opened.Load(), escapes.Load(), summary)
+	for _, d := range []string{"/", "/t", "/tmp", "/t/root/m"} {
+		if _, err := p.Lstat(d + "/created"); err == nil {
+			t.Errorf("escape: a confined O_CREAT made %s/created", d)
+		}
+	}
+	if _, err := p.Lstat("/t/root/created"); err != nil {
+		t.Errorf("no confined O_CREAT made /t/root/created: the creates raced nothing (%v)", err)
+	}
 	if min := int64(100000); attempts.Load() < min && !raceEnabled {
 		t.Errorf("only %d attempts, want at least %d", attempts.Load(), min)
 	}

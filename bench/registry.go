@@ -5,6 +5,7 @@ package bench
 var experiments = []*Experiment{
 	zeroExperiment,
 	daxExperiment,
+	wasiExperiment,
 	pipeExperiment,
 	pipePingPongExperiment,
 	walkExperiment,

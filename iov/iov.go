@@ -117,6 +117,13 @@ func vec(segs [][]byte, total int) Iter {
 	if len(segs) == 0 || total == 0 {
 		return Iter{meta: pack(0, 0, KindVec)}
 	}
+	if s := segs[0]; len(s) > 0 { // the usual case, without the call to load
+		it := Iter{base: unsafe.Pointer(unsafe.SliceData(s)), cur: min(len(s), total), meta: pack(total, len(segs)-1, KindVec)}
+		if len(segs) > 1 {
+			it.next = &segs[1]
+		}
+		return it
+	}
 	it := Iter{next: &segs[0], meta: pack(total, len(segs), KindVec)}
 	it.load()
 	return it

@@ -358,12 +358,15 @@ func (p *Proc) truncateLoc(loc location, size int64) error {
 	if !st.IsRegular() {
 		return errEINVAL
 	}
-	if loc.readonly() {
-		return unix.EROFS
-	}
+	// inode_permission (EROFS of a read-only file system, EACCES), then
+	// mnt_want_write (EROFS of a read-only bind mount), as Linux 6.18
+	// orders them (measured).
 	c := p.cred.Load()
 	if err := c.permissionAttrs(loc.mnt, st.Mode, st.Uid, st.Gid, MayWrite); err != nil {
 		return err
+	}
+	if loc.readonly() {
+		return unix.EROFS
 	}
 	return setattr(loc.node, c.killPriv(st, SetAttr{Valid: SetSize, Size: size}))
 }

@@ -108,9 +108,17 @@ type mount struct {
 	point    Node   // the directory in parent this mount covers
 	dev      uint64
 	readonly bool
+	// source, fstype and data are Mount's arguments, set once under
+	// Namespace.mu after attach and read under it (Mounts).
+	source, fstype, data string
 	// stFlags are the statfs f_flags the mount(2) flags gave (statfs.go),
 	// with stFlagsSet; 0 for a mount made otherwise (MountFS, the root).
 	stFlags atomic.Uint64
+	// sbReadonly says the file system itself is read-only (a mount made
+	// with MS_RDONLY), not only this mount (a read-only bind mount):
+	// Linux's sb_permission then gives EROFS before the permission
+	// checks, where a read-only mount gives it after them.
+	sbReadonly bool
 
 	// openFiles counts the open files on this mount (EBUSY on unmount).
 	openFiles atomic.Int64
@@ -209,7 +217,12 @@ func (ns *Namespace) update(fn func(map[mountKey]*mount)) {
 // attach mounts fs on the directory dir of mount parent, on top of any
 // mount already there, as Linux stacks mounts.
 func (ns *Namespace) attach(parent *mount, dir Node, fs FileSystem, root Node, readonly bool) *mount {
-	m := &mount{fs: fs, root: root, dev: ns.newDev(), readonly: readonly}
+	return ns.attachRO(parent, dir, fs, root, readonly, readonly)
+}
+
+// attachRO is attach with the file system's own read-only state apart.
+func (ns *Namespace) attachRO(parent *mount, dir Node, fs FileSystem, root Node, readonly, sbReadonly bool) *mount {
+	m := &mount{fs: fs, root: root, dev: ns.newDev(), readonly: readonly || sbReadonly, sbReadonly: sbReadonly}
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	ns.update(func(t map[mountKey]*mount) {
@@ -263,7 +276,7 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 		if err != nil {
 			return pathErr("mount", source, err)
 		}
-		m := p.ns.attach(loc.mnt, loc.node, src.mnt.fs, src.node, readonly || src.mnt.readonly)
+		m := p.ns.attachRO(loc.mnt, loc.node, src.mnt.fs, src.node, readonly || src.mnt.readonly, src.mnt.sbReadonly)
 		m.stFlags.Store(src.mnt.stFlags.Load()) // clone_mnt keeps the source's flags
 		return nil
 	}
@@ -279,6 +292,9 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 	}
 	m := p.ns.attach(loc.mnt, loc.node, fs, fs.Root(), readonly)
 	m.stFlags.Store(mountStFlags(flags))
+	p.ns.mu.Lock()
+	m.source, m.fstype, m.data = source, fstype, data
+	p.ns.mu.Unlock()
 	return nil
 }
 

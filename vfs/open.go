@@ -106,6 +106,7 @@ const (
 // the file.
 func (p *Proc) lookupForOpen(w *walker, cur location, path string, flags int, perm uint32) (location, bool, error) {
 	follow := flags&unix.O_NOFOLLOW == 0
+	retries := 0
 	if flags&unix.O_CREAT == 0 {
 		loc, err := w.resolve(cur, path, follow)
 		if err != nil {
@@ -179,6 +180,13 @@ func (p *Proc) lookupForOpen(w *walker, cur location, path string, flags int, pe
 		ch := p.ns.dcache.invalidate(dir.node, name)
 		n, err := cr.Create(name, mode, c.fsCred())
 		ch.done()
+		if err == unix.EEXIST && flags&unix.O_EXCL == 0 && retries < 8 {
+			// Another open made the name since the lookup: Linux holds
+			// the directory's lock across both, so open what is there.
+			retries++
+			cur, path = dir, name
+			continue
+		}
 		if err != nil {
 			return location{}, false, err
 		}

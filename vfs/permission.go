@@ -4,7 +4,9 @@ package vfs
 // acl_permission_check, fs/attr.c, fs/inode.c). They are done here, once
 // for every file system; drivers never check modes.
 
-import "golang.org/x/sys/unix"
+import (
+	"golang.org/x/sys/unix"
+)
 
 // Permission masks, Linux's MAY_*.
 const (
@@ -53,8 +55,9 @@ func (c *creds) generic(mode, uid, gid uint32, mask int) error {
 }
 
 // permission is Linux's inode_permission for the node at loc: writing to
-// a regular file, directory or symlink on a read-only mount gives EROFS
-// (sb_permission), then generic_permission decides (EACCES). mask is a
+// a regular file, directory or symlink of a read-only file system gives
+// EROFS (sb_permission; a read-only bind mount is checked by the callers,
+// after this), then generic_permission decides (EACCES). mask is a
 // combination of MayRead, MayWrite and MayExec. The lead wires this into
 // the calls of other files (xattrs, fallocate) through Proc.permission.
 func (c *creds) permission(loc location, mask int) error {
@@ -66,7 +69,7 @@ func (c *creds) permission(loc location, mask int) error {
 }
 
 func (c *creds) permissionAttrs(m *mount, mode, uid, gid uint32, mask int) error {
-	if mask&MayWrite != 0 && m != nil && m.readonly {
+	if mask&MayWrite != 0 && m != nil && m.sbReadonly {
 		switch mode & unix.S_IFMT {
 		case unix.S_IFREG, unix.S_IFDIR, unix.S_IFLNK:
 			return unix.EROFS

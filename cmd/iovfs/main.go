@@ -18,6 +18,19 @@ type command struct {
 // commands lists the subcommands, in help order.
 var commands = []command{
 	{"bench", "run the reference experiments: same-run A/B benchmarks of the read paths (iovfs bench --help)", runBench},
+	{"sh", "a POSIX shell inside the process, on an iovfs namespace (iovfs sh --help)", runSh},
+	{"ls", "list a directory of an ext2/3/4 image: iovfs ls [-l -R] IMAGE[:PATH]", imageTool("ls")},
+	{"cat", "print a file of an image: iovfs cat IMAGE:PATH", imageTool("cat")},
+	{"stat", "show a file's status in an image: iovfs stat IMAGE:PATH", imageTool("stat")},
+	{"cp", "extract from an image, in parallel: iovfs cp [-r -a] IMAGE:PATH HOSTDEST", imageTool("cp")},
+	{"tree", "print an image's tree: iovfs tree IMAGE[:PATH]", imageTool("tree")},
+	{"run", "run a WebAssembly (wasip1) program on an iovfs process, like wazero run (iovfs run --help)", runRun},
+}
+
+func imageTool(name string) func(args []string, stdout, stderr io.Writer) int {
+	return func(args []string, stdout, stderr io.Writer) int {
+		return runImageTool(name, args, stdout, stderr)
+	}
 }
 
 func main() {

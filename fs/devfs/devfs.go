@@ -157,3 +157,33 @@ func (n *node) Open(flags int) (vfs.Handle, error) { return n.dev.Open(flags) }
 func (fs *FS) Statfs() (unix.Statfs_t, error) {
 	return unix.Statfs_t{Type: unix.TMPFS_MAGIC, Bsize: 4096, Frsize: 4096, Namelen: 255}, nil
 }
+
+// ReadDir implements vfs.DirReader. Each name's cookie is its inode
+// number plus 3: inode numbers are handed out in increasing order and
+// never reused, so a listing resumed at a cookie goes on after that entry
+// whatever was added or removed meanwhile.
+func (d *dir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
+	d.mu.RLock()
+	ents := make([]vfs.Dirent, 0, len(d.entries))
+	for name, n := range d.entries {
+		if c := int64(n.ino) + 3; c > off {
+			ents = append(ents, vfs.Dirent{Name: name, Ino: n.ino, Type: dtype(n), Off: c})
+		}
+	}
+	d.mu.RUnlock()
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Off < ents[j].Off })
+	for _, e := range ents {
+		if !fn(e) {
+			break
+		}
+	}
+	return nil
+}
+
+// dtype is the getdents type of a device node.
+func dtype(n *node) uint8 {
+	if n.FileType() == unix.S_IFBLK {
+		return unix.DT_BLK
+	}
+	return unix.DT_CHR
+}

@@ -74,11 +74,25 @@ func runDifferential(t *testing.T, id identity) {
 		passed = hostTmpfs(t, "") // the host kernel under hostfs
 	}
 	p := mountHost(t, passed, 0, "")
-	// LEAD: after the credentials merge, give p the identity too, so the
-	// VFS's generic_permission runs as the host's does:
-	//	p = iovfs.New(iovfs.WithCred(id.uid, id.gid)) ... (mountHost with options)
-	// Until then the iovfs side checks as root and the host below hostfs
-	// refuses what id may not do.
+	if id.uid != 0 {
+		// The iovfs side acts as id too (the host child has no
+		// supplementary groups), so the VFS's generic_permission decides
+		// before the host below hostfs is asked.
+		q, err := p.Fork()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Setgroups(nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Setresgid(id.gid, id.gid, id.gid); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Setresuid(id.uid, id.uid, id.uid); err != nil {
+			t.Fatal(err)
+		}
+		p = q
+	}
 	mask := unix.Umask(0o022)
 	unix.Umask(mask)
 	p.Umask(uint32(mask))

@@ -122,7 +122,7 @@ const (
 func (r Resolver) String() string {
 	switch r {
 	case Openat2:
-		return "openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS)"
+		return "openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS|RESOLVE_NO_SYMLINKS)"
 	case OpenatNoFollow:
 		return "openat(O_PATH|O_NOFOLLOW), one component at a time"
 	}

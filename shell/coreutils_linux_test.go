@@ -1,0 +1,188 @@
+package shell
+
+// Differential tests: the same script runs in iovfs sh (on an iovfs tmpfs)
+// and in the host's bash with GNU coreutils (on a private host tmpfs), and
+// the standard output, standard error and exit status must match. Both
+// run in the C locale and UTC; the scripts set the times they print.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/iovfs/iovfs"
+	"github.com/iovfs/iovfs/internal/testenv"
+	"golang.org/x/sys/unix"
+)
+
+// coreutilsCases are scripts whose every line of output both shells must
+// agree on. Each runs in an empty directory that is the root of a tmpfs.
+var coreutilsCases = []struct{ name, script string }{
+	{"cat", `printf 'a\nb\n' > f; cat f f; cat nope; echo $?; cat f nope f; echo $?; mkdir d; cat d; echo $?`},
+	{"cat-stdin-dash", `printf 'x\n' > f; printf 'in\n' | cat f - f`},
+	{"echo-printf", `echo a b; echo -n c; echo; printf '%s-%d\n' x 3 y 4; printf '%5s|%-3s|\n' ab c`},
+	{"ls-plain", `touch b a .h; mkdir d; ls; ls -a; ls -A; ls -1 d a; ls nope; echo $?; ls -d d; ls -z; echo $?`},
+	{"ls-long", `touch -d '2024-01-02 03:04:05' a; printf 12345 > b; chmod 4755 b; touch -d '2024-02-03 04:05:06' b; mkdir d; touch -d '2024-03-04 05:06:07' d; ls -l a b d; ls -ld d; ls -lh b; head -c 5000 /dev/zero > big; touch -d '2001-01-01 00:00:00' big; ls -lh big; ls -l big`},
+	{"ls-recursive", `mkdir -p x/y/z; touch x/f x/y/g; ls -R x; ls -R1 x/y`},
+	{"mkdir-rmdir", `mkdir a; mkdir a; echo $?; mkdir -p a/b/c; echo $?; mkdir -m 700 m; touch -d '2024-01-01 00:00:00' m; ls -ld m; rmdir a; echo $?; rmdir nope; echo $?; rmdir -p a/b/c; echo $?; ls`},
+	{"rm", `touch f; mkdir d; rm nope; echo $?; rm -f nope; echo $?; rm d; echo $?; mkdir -p d/e; touch d/e/f; rm -r d; echo $?; rm f; ls; rm; echo $?`},
+	{"cp-mv", `printf 'data\n' > f; cp f g; cat g; mkdir d; cp f g d; ls d; cp d e; echo $?; cp -r d e; ls e; cp nope x; echo $?; mv g h; ls; mv h d/; ls d; mv nope x; echo $?; cp f; echo $?`},
+	{"ln-readlink", `touch f; ln -s f l; readlink l; ln -s f l; echo $?; ln -sf g l; readlink l; ln f h; ls; ln nope x; echo $?; readlink f; echo $?; mkdir -p a/b; ln -s ../f a/b/s; readlink -f a/b/s > r; readlink -f f > q; test "$(cat r)" = "$(cat q)" && echo same`},
+	{"touch", `touch -d '2020-05-06 07:08:09' f; touch -d '2021-05-06 07:08:09' g h; ls -l f g h; touch nope/x; echo $?; touch -d bogus f; echo $?`},
+	{"truncate", `truncate -s 100 f; wc -c < f; truncate -s +50 f; wc -c f; truncate -s -140 f; wc -c f; truncate -s 1K f; wc -c f; truncate f; echo $?`},
+	{"head-tail", `seq() { i=1; while [ $i -le $1 ]; do echo $i; i=$((i+1)); done; }; seq 30 > f; head f; head -n 3 f; head -c 5 f; tail -n 3 f; tail -c 6 f; tail -n +28 f; head -n 2 f f; head -3 f; tail -2 f`},
+	{"wc", `printf 'a b\nc\n' > f; printf 'xx yy zz\n' > g; wc f; wc -l f; wc -w f g; wc -c g f; wc nope; echo $?`},
+	{"hexdump-xxd", `printf 'hello, world\n0123456789abcdefghij' > f; hexdump -C f; xxd f; head -c 64 /dev/zero > z; hexdump -C z; printf '' > e; hexdump -C e; xxd e`},
+	{"dd", `printf 'abcdefghijklmnopqrstuvwxyz' > f; dd if=f of=g bs=4 count=3 skip=1 status=none; cat g; echo; dd if=f of=g bs=5 seek=1 conv=notrunc status=none; cat g; echo; dd if=f of=h ibs=3 obs=7 count=4 2>&1 | head -2; cat h; echo; dd if=f of=s bs=10 conv=sync status=none; wc -c s; dd if=nope of=x; echo $?; dd bogus=1; echo $?`},
+	{"chmod-chown", `touch -d '2024-01-01 00:00:00' f; chmod 600 f; ls -l f; chmod u+x,g+r f; ls -l f; chmod a-r f; ls -l f; chmod o=rw f; ls -l f; chmod 999 f; echo $?; chmod 644 nope; echo $?; chmod g+s,+t f; ls -l f; chown 12:34 f; chown nosuchuser f; echo $?`},
+	{"find", `mkdir -p a/b/c; touch a/x.txt a/b/y.txt a/b/c/z.go; find a -name '*.go'; find a/b -type d -name c; find a/b/c -maxdepth 0; find a -type f -name 'z*'; find nope; echo $?`},
+	{"du", `mkdir -p a/b; head -c 10000 /dev/zero > a/f; head -c 5000 /dev/zero > a/b/g; du a; du -s a; du -sh a; ln a/f a/h; du -s a`},
+	{"mkfifo", `mkfifo p; touch -d '2024-01-01 00:00:00' p; ls -l p; mkfifo p; echo $?`},
+	{"status-codes", `true; echo $?; false; echo $?; ls nope 2>/dev/null; echo $?; ! true; echo $?; if cat nope 2>/dev/null; then echo yes; else echo no $?; fi`},
+	{"redirections", "echo one > f; echo two >> f; cat < f; cat f 2>&1 >/dev/null; cat nope 2> e; cat e; { echo a; echo b >&2; } > o 2>&1; cat o; cat <<EOF\nhere $((1+2))\nEOF\n"},
+	{"pipelines", `printf 'b\na\nc\n' > f; cat f | head -n 2 | tail -n 1; cat f | wc -l; ls | cat; false | true; echo $?; true | false; echo $?; cat nope | wc -c; echo $?; head -c 100000 /dev/zero | cat | cat | wc -c; cat f | while read l; do echo "[$l]"; done; x=$(cat f | head -n 1); echo $x; echo a |& cat; ls nope |& cat; cat /dev/zero | head -c 3 | xxd`},
+	{"stat", `printf 12345 > f; mkdir d; ln -s f l; mkfifo p; chmod 4751 f; stat f > o; head -n 2 o; head -n 4 o | tail -n 1; stat -L l | head -n 1; stat l | head -n 2; stat p | head -n 2; stat nope; echo $?`},
+	{"head-tail-negative", `i=1; while [ $i -le 8 ]; do echo $i; i=$((i+1)); done > f; head -n -3 f; head -c -4 f; echo; tail -n 0 f; head -n 0 f; head -n x f; echo $?`},
+	{"control-flow", `for i in 1 2 3; do echo $i; done; n=0; while [ $n -lt 3 ]; do n=$((n+1)); done; echo $n; case x.go in *.go) echo go;; *) echo other;; esac; f() { echo "f $1"; return 3; }; f z; echo $?`},
+}
+
+// hostTmpfs mounts a private tmpfs on a new directory for the host side.
+func hostTmpfs(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64m"); err != nil {
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+// runBoth runs script on the host (bash and coreutils, in a private
+// tmpfs) and in iovfs sh (in an iovfs tmpfs) and returns both results.
+func runBoth(t *testing.T, script string) (hout, herr string, hst int, iout, ierr string, ist int) {
+	t.Helper()
+	dir := hostTmpfs(t)
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = []string{"LC_ALL=C", "TZ=UTC", "PATH=/usr/bin:/bin:/usr/sbin:/sbin", "HOME=" + dir}
+	var ho, he bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &ho, &he
+	if err := cmd.Run(); err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatal(err)
+		}
+		hst = ee.ExitCode()
+	}
+	p, err := iovfs.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Mkdir("/w", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Mount("tmpfs", "/w", "tmpfs", 0, "size=64m"); err != nil {
+		t.Fatal(err)
+	}
+	var io, ie bytes.Buffer
+	sh, err := New(p, Options{Stdout: &io, Stderr: &ie, Dir: "/w", Env: []string{"LC_ALL=C", "TZ=UTC", "HOME=/w"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ist = sh.RunScript(context.Background(), strings.NewReader(script), "")
+	return ho.String(), he.String(), hst, io.String(), ie.String(), ist
+}
+
+func TestCoreutilsDifferential(t *testing.T) {
+	testenv.RequireRoot(t, "mounts a private tmpfs for the host side")
+	if _, err := exec.LookPath("bash"); err != nil {
+		testenv.SkipPrivileged(t, "no bash on the host")
+	}
+	for _, tc := range coreutilsCases {
+		t.Run(tc.name, func(t *testing.T) {
+			hout, herr, hst, iout, ierr, ist := runBoth(t, tc.script)
+			if hout != iout {
+				t.Errorf("stdout differs\n--- host\n%s--- iovfs\n%s", hout, iout)
+			}
+			if hs, is := errShape(herr), errShape(ierr); hs != is {
+				t.Errorf("stderr differs\n--- host\n%s--- iovfs\n%s", herr, ierr)
+			}
+			if hst != ist {
+				t.Errorf("status: host %d, iovfs %d", hst, ist)
+			}
+		})
+	}
+}
+
+// errShape is standard error with what cannot match removed: dd's
+// timing figures.
+func errShape(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if i := strings.Index(l, " copied, "); i >= 0 {
+			l = l[:i] + " copied, TIME"
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestDfDifferential compares df on a 64 MiB tmpfs with some data in it;
+// the mount point differs by design, so the last column is left out.
+func TestDfDifferential(t *testing.T) {
+	testenv.RequireRoot(t, "mounts a private tmpfs for the host side")
+	script := `head -c 3000000 /dev/zero > f; mkdir d; df .; df -h .; df -h nope; echo $?`
+	hout, herr, hst, iout, ierr, ist := runBoth(t, script)
+	strip := func(s string) string {
+		var out []string
+		for _, l := range strings.Split(s, "\n") {
+			if i := strings.LastIndexByte(l, ' '); i > 0 {
+				l = l[:i]
+			}
+			out = append(out, l)
+		}
+		return strings.Join(out, "\n")
+	}
+	if strip(hout) != strip(iout) {
+		t.Errorf("stdout differs\n--- host\n%s--- iovfs\n%s", hout, iout)
+	}
+	if herr != ierr || hst != ist {
+		t.Errorf("stderr/status differ\n--- host (%d)\n%s--- iovfs (%d)\n%s", hst, herr, ist, ierr)
+	}
+}
+
+// TestLsColumns compares ls's terminal layout with GNU ls -C at three
+// widths over the same names.
+func TestLsColumns(t *testing.T) {
+	dir := t.TempDir()
+	var names []string
+	for i := range 37 {
+		n := fmt.Sprintf("name-%d%s", i, strings.Repeat("x", i%9))
+		names = append(names, n)
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sort.Strings(names)
+	for _, width := range []int{40, 80, 132} {
+		cmd := exec.Command("ls", "-C", "-T", "0", "-w", strconv.Itoa(width)) // spaces, not tabs
+		cmd.Dir = dir
+		cmd.Env = []string{"LC_ALL=C"}
+		want, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		printColumns(&got, names, width)
+		if got.String() != string(want) {
+			t.Errorf("width %d:\n--- GNU ls -C\n%s--- iovfs\n%s", width, want, got.String())
+		}
+	}
+}

@@ -1,0 +1,5 @@
+package shell
+
+import "github.com/iovfs/iovfs/vfs"
+
+type procT = *vfs.Proc

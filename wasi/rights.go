@@ -1,0 +1,56 @@
+package wasi
+
+// WASI rights (wasi_snapshot_preview1 "rights"), one bit each in the
+// spec's order. A descriptor's base rights say which calls it may make;
+// its inheriting rights bound the base rights of what path_open opens
+// through it.
+const (
+	rightFdDatasync uint64 = 1 << iota
+	rightFdRead
+	rightFdSeek
+	rightFdFdstatSetFlags
+	rightFdSync
+	rightFdTell
+	rightFdWrite
+	rightFdAdvise
+	rightFdAllocate
+	rightPathCreateDirectory
+	rightPathCreateFile
+	rightPathLinkSource
+	rightPathLinkTarget
+	rightPathOpen
+	rightFdReaddir
+	rightPathReadlink
+	rightPathRenameSource
+	rightPathRenameTarget
+	rightPathFilestatGet
+	rightPathFilestatSetSize
+	rightPathFilestatSetTimes
+	rightFdFilestatGet
+	rightFdFilestatSetSize
+	rightFdFilestatSetTimes
+	rightPathSymlink
+	rightPathRemoveDirectory
+	rightPathUnlinkFile
+	rightPollFdReadwrite
+	rightSockShutdown
+	rightSockAccept
+
+	allRights = rightSockAccept<<1 - 1
+)
+
+// fileRights are the rights a non-directory can use.
+const fileRights = rightFdDatasync | rightFdRead | rightFdSeek | rightFdFdstatSetFlags |
+	rightFdSync | rightFdTell | rightFdWrite | rightFdAdvise | rightFdAllocate |
+	rightFdFilestatGet | rightFdFilestatSetSize | rightFdFilestatSetTimes | rightPollFdReadwrite
+
+// dirRights are the rights a directory can use. fd_seek and fd_tell are
+// among them because lseek(2) works on a directory in Linux (it rewinds a
+// listing), and fd_read because read(2) of a directory is Linux's to
+// answer (EISDIR), not a missing right.
+const dirRights = rightFdDatasync | rightFdRead | rightFdFdstatSetFlags | rightFdSync | rightFdSeek | rightFdTell |
+	rightPathCreateDirectory | rightPathCreateFile | rightPathLinkSource | rightPathLinkTarget |
+	rightPathOpen | rightFdReaddir | rightPathReadlink | rightPathRenameSource |
+	rightPathRenameTarget | rightPathFilestatGet | rightPathFilestatSetSize |
+	rightPathFilestatSetTimes | rightFdFilestatGet | rightFdFilestatSetTimes |
+	rightPathSymlink | rightPathRemoveDirectory | rightPathUnlinkFile
