@@ -85,6 +85,23 @@ type rwTarget interface {
 	rename(a, b string) error
 	link(a, b string) error
 	symlink(target, p string) error
+	exchange(a, b string) error
+}
+
+func (k kernelTarget) exchange(a, b string) error {
+	return unix.Renameat2(unix.AT_FDCWD, k.abs(a), unix.AT_FDCWD, k.abs(b), unix.RENAME_EXCHANGE)
+}
+
+func (x writerTarget) exchange(a, b string) error {
+	da, na, err := x.parent(a)
+	if err != nil {
+		return err
+	}
+	db, nb, err := x.parent(b)
+	if err != nil {
+		return err
+	}
+	return x.w.Exchange(da, na, db, nb)
 }
 
 type kernelTarget struct{ root string }
@@ -292,7 +309,7 @@ func runSequence(t *testing.T, r *rand.Rand, ops int, k, x rwTarget, seen map[st
 		var desc string
 		var ek, ex error
 		var nk, nx int
-		switch op := r.Intn(20); {
+		switch op := r.Intn(21); {
 		case op < 3:
 			desc = "create " + p
 			ek, ex = k.create(p, 0644), x.create(p, 0644)
@@ -327,6 +344,9 @@ func runSequence(t *testing.T, r *rand.Rand, ops int, k, x rwTarget, seen map[st
 		case op < 18:
 			desc = "link " + p + " " + q
 			ek, ex = k.link(p, q), x.link(p, q)
+		case op < 19:
+			desc = "exchange " + p + " " + q
+			ek, ex = k.exchange(p, q), x.exchange(p, q)
 		default:
 			tgt := "/nonexistent/" + strings.Repeat("t", r.Intn(3)*40+1)
 			desc = "symlink " + p

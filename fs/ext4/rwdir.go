@@ -866,3 +866,153 @@ func (w *Writer) isAncestor(a, d uint32) (bool, error) {
 	}
 	return false, corrupt(d, "directory loop")
 }
+
+// Exchange swaps the entries oldName in oldDir and newName in newDir
+// (renameat2's RENAME_EXCHANGE, ext4_cross_rename): both must exist
+// (ENOENT); either being an ancestor of the other's directory gives
+// EINVAL. Directories moved to another parent get their ".." and the
+// parents' link counts updated.
+func (w *Writer) Exchange(oldDir uint32, oldName string, newDir uint32, newName string) error {
+	if err := w.lock(); err != nil {
+		return err
+	}
+	defer w.unlock()
+	defer w.writeSuper()
+	if err := checkName(oldName); err != nil {
+		return err
+	}
+	if err := checkName(newName); err != nil {
+		return err
+	}
+	odraw, err := w.dirOpen(oldDir)
+	if err != nil {
+		return err
+	}
+	a, ok, err := w.find(oldDir, odraw, oldName)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return syscall.ENOENT
+	}
+	ndraw, err := w.dirOpen(newDir)
+	if err != nil {
+		return err
+	}
+	b, ok, err := w.find(newDir, ndraw, newName)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return syscall.ENOENT
+	}
+	// do_renameat2 looks both names up before lock_rename's trap checks.
+	if anc, err := w.isAncestor(a.ino, newDir); err != nil {
+		return err
+	} else if anc {
+		return syscall.EINVAL
+	}
+	if anc, err := w.isAncestor(b.ino, oldDir); err != nil {
+		return err
+	} else if anc {
+		return syscall.EINVAL
+	}
+	if iFlags(odraw)&FlagIndex != 0 || iFlags(ndraw)&FlagIndex != 0 {
+		return syscall.EOPNOTSUPP
+	}
+	if a.ino == b.ino {
+		return nil
+	}
+	araw, err := w.getInode(a.ino)
+	if err != nil {
+		return err
+	}
+	braw, err := w.getInode(b.ino)
+	if err != nil {
+		return err
+	}
+	aDir, bDir := iMode(araw)&S_IFMT == S_IFDIR, iMode(braw)&S_IFMT == S_IFDIR
+	now := w.Now()
+	setent := func(dir uint32, e dirent, ino uint32, ft uint8) error {
+		draw, err := w.getInode(dir)
+		if err != nil {
+			return err
+		}
+		buf := make([]byte, w.v.bs)
+		if err := w.v.readBlock(e.phys, buf); err != nil {
+			return err
+		}
+		binary.LittleEndian.PutUint32(buf[e.off:], ino)
+		buf[e.off+7] = ft
+		if err := w.writeDirBlock(dir, draw, buf, e.phys); err != nil {
+			return err
+		}
+		if d := w.dirs[dir]; d != nil {
+			d.names[e.name] = dentLoc{ino, ft, e.blockIndex, e.phys, e.off}
+		}
+		touch(draw, now, tMtime, tCtime)
+		return w.putInode(dir, draw)
+	}
+	if err := setent(oldDir, a, b.ino, ftOf(iMode(braw))); err != nil {
+		return err
+	}
+	if err := setent(newDir, b, a.ino, ftOf(iMode(araw))); err != nil {
+		return err
+	}
+	for _, x := range []struct {
+		ino    uint32
+		isDir  bool
+		parent uint32
+	}{{a.ino, aDir, newDir}, {b.ino, bDir, oldDir}} {
+		raw, err := w.getInode(x.ino)
+		if err != nil {
+			return err
+		}
+		touch(raw, now, tCtime)
+		if err := w.putInode(x.ino, raw); err != nil {
+			return err
+		}
+		if !x.isDir || oldDir == newDir {
+			continue
+		}
+		up, ok, err := w.find(x.ino, raw, "..")
+		if err != nil || !ok {
+			return corrupt(x.ino, "directory without ..")
+		}
+		buf := make([]byte, w.v.bs)
+		if err := w.v.readBlock(up.phys, buf); err != nil {
+			return err
+		}
+		binary.LittleEndian.PutUint32(buf[up.off:], x.parent)
+		if err := w.writeDirBlock(x.ino, raw, buf, up.phys); err != nil {
+			return err
+		}
+		if d := w.dirs[x.ino]; d != nil {
+			l := d.names[".."]
+			l.ino = x.parent
+			d.names[".."] = l
+		}
+	}
+	if oldDir != newDir && aDir != bDir {
+		// The directory among the two changes parent: its old parent
+		// loses a link, the new one gains it.
+		from, to := oldDir, newDir
+		if bDir {
+			from, to = newDir, oldDir
+		}
+		for _, d := range []struct {
+			ino   uint32
+			delta int
+		}{{from, -1}, {to, 1}} {
+			raw, err := w.getInode(d.ino)
+			if err != nil {
+				return err
+			}
+			setILinks(raw, uint32(int(iLinks(raw))+d.delta))
+			if err := w.putInode(d.ino, raw); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -423,6 +423,30 @@ func (d *rwDir) Rename(oldName string, newDir vfs.Node, newName string) error {
 	return err
 }
 
+// RenameFlags implements vfs.RenameFlagser: RENAME_NOREPLACE and
+// RENAME_EXCHANGE; RENAME_WHITEOUT gives EINVAL (not implemented).
+func (d *rwDir) RenameFlags(oldName string, newDir vfs.Node, newName string, flags uint, c vfs.Cred) error {
+	nd, ok := newDir.(*rwDir)
+	if !ok {
+		return syscall.EXDEV
+	}
+	switch flags {
+	case 0:
+		return d.Rename(oldName, newDir, newName)
+	case unix.RENAME_NOREPLACE:
+		if nd.lookupIno(newName) != 0 {
+			if d.lookupIno(oldName) == 0 {
+				return syscall.ENOENT
+			}
+			return syscall.EEXIST
+		}
+		return d.Rename(oldName, newDir, newName)
+	case unix.RENAME_EXCHANGE:
+		return d.fs.w.Exchange(d.ino, oldName, nd.ino, newName)
+	}
+	return syscall.EINVAL
+}
+
 type rwLink struct{ rwBase }
 
 // FileType implements vfs.FileTyper.
