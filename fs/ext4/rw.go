@@ -22,7 +22,8 @@ package ext4
 //     orphan_present, needs_recovery without a journal, journal csum v2,
 //     async_commit and fast_commit, external journals, and volumes
 //     without extents or filetype (block-mapped ext2/ext3).
-//   - groups still marked BLOCK_UNINIT are not allocated from.
+//   - BLOCK_UNINIT groups get their bitmap built (ext4_init_block_bitmap)
+//     when first allocated from.
 //
 // Locking: mu serialises every operation, and every read of a writable
 // volume goes through it too (View, ReadAt), so no reader sees a change

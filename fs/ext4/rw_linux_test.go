@@ -964,3 +964,85 @@ func TestWriterLargeDir(t *testing.T) {
 	}
 	t.Logf("%d creates, %d entries left: e2fsck clean, kernel listing equal", n, len(want))
 }
+
+// TestWriterManyGroups fills a 1 KiB-block volume of many groups (most of
+// them BLOCK_UNINIT and INODE_UNINIT at mkfs time), then frees half of it:
+// e2fsck -fn must stay clean, and the kernel must read the files back.
+func TestWriterManyGroups(t *testing.T) {
+	needRoot(t)
+	needMke2fs(t)
+	for _, fsets := range []struct{ name, opts string }{{"ext4-1k", ""}, {"ext4-1k-nocsum", "^metadata_csum,uninit_bg"}} {
+		t.Run(fsets.name, func(t *testing.T) {
+			dir := t.TempDir()
+			base := filepath.Join(dir, "base.img")
+			args := []string{"-q", "-F", "-t", "ext4", "-b", "1024"}
+			if fsets.opts != "" {
+				args = append(args, "-O", fsets.opts)
+			}
+			if out, err := exec.Command("mke2fs", append(args, base, "48M")...).CombinedOutput(); err != nil {
+				t.Fatalf("mke2fs: %v\n%s", err, out)
+			}
+			orig, _ := os.ReadFile(base)
+			dev := memWDev(orig)
+			w, err := OpenWriter(dev, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := make([]byte, 300<<10)
+			rand.New(rand.NewSource(1)).Read(data)
+			want := map[string][]byte{}
+			for d := 0; d < 12; d++ {
+				di, err := w.Mkdir(rootIno, fmt.Sprintf("d%d", d), 0o755, 0, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for f := 0; f < 10; f++ {
+					name := fmt.Sprintf("f%d", f)
+					fi, err := w.Create(di, name, 0o644, 0, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					chunk := data[(d*10+f)%7*1000:][:200<<10]
+					if n, err := w.WriteAt(fi, chunk, 0); n != len(chunk) {
+						t.Fatalf("write d%d/%s: %d, %v", d, name, n, err)
+					}
+					want[fmt.Sprintf("d%d/%s", d, name)] = chunk
+				}
+			}
+			for d := 0; d < 12; d += 2 {
+				di, _ := w.Volume().Lookup(mustInode(t, w, rootIno), fmt.Sprintf("d%d", d))
+				for f := 0; f < 10; f++ {
+					if err := w.Unlink(di, fmt.Sprintf("f%d", f)); err != nil {
+						t.Fatal(err)
+					}
+					delete(want, fmt.Sprintf("d%d/f%d", d, f))
+				}
+				if err := w.Rmdir(rootIno, fmt.Sprintf("d%d", d)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			img := filepath.Join(dir, "w.img")
+			os.WriteFile(img, dev, 0o600)
+			e2fsckClean(t, img)
+			mnt, _ := kmount(t, img, "ro,noload")
+			for name, b := range want {
+				got, err := os.ReadFile(filepath.Join(mnt, name))
+				if err != nil || !bytes.Equal(got, b) {
+					t.Fatalf("kernel read of %s: %d bytes, %v", name, len(got), err)
+				}
+			}
+			t.Logf("%d files over %d groups: e2fsck clean, kernel reads them", len(want), w.v.groups)
+		})
+	}
+}
+
+func mustInode(t *testing.T, w *Writer, ino uint32) *Inode {
+	in, err := w.Volume().Inode(ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}

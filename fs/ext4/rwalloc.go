@@ -1,10 +1,8 @@
 package ext4
 
 // Block and inode allocation for the Writer: bitmaps, group descriptor and
-// superblock counts, bitmap checksums. Groups still marked BLOCK_UNINIT
-// are not allocated from (their bitmap would have to be built first), so
-// an image whose initialised groups are full gives ENOSPC earlier than
-// Linux would; see rw.go.
+// superblock counts, bitmap checksums. A BLOCK_UNINIT group's bitmap is
+// built when it is first allocated from (initBlockBitmap).
 
 import (
 	"encoding/binary"
@@ -17,11 +15,57 @@ func (w *Writer) blockBitmap(g uint32) ([]byte, error) {
 		return b, nil
 	}
 	b := make([]byte, w.v.bs)
-	if err := w.v.readBlock(w.descField(g, gdBlockBitmap, 0x20, 32), b); err != nil {
+	if w.descField(g, gdFlags, -1, 16)&bgBlockUninit != 0 {
+		w.initBlockBitmap(g, b)
+	} else if err := w.v.readBlock(w.descField(g, gdBlockBitmap, 0x20, 32), b); err != nil {
 		return nil, err
 	}
 	w.bbm[g] = b
 	return b, nil
+}
+
+// initBlockBitmap builds the bitmap of a BLOCK_UNINIT group as
+// ext4_init_block_bitmap: the superblock backup and descriptor blocks
+// (with the reserved ones) when the group has them, the group's own
+// bitmaps and inode table when they lie in it, and the bits past the
+// group's end. The flag is cleared when the bitmap is first written.
+func (w *Writer) initBlockBitmap(g uint32, b []byte) {
+	v := w.v
+	start := v.firstData + uint64(g)*uint64(v.bpg)
+	mark := func(blk uint64) {
+		if blk >= start && blk < start+uint64(w.groupBlocks(g)) {
+			setBit(b, uint32(blk-start))
+		}
+	}
+	if v.groupHasSuper(uint64(g)) {
+		n := uint64(1)
+		if v.incompat&incompatMetaBG == 0 {
+			perBlock := v.bs / uint64(v.descSize)
+			n += (uint64(v.groups)+perBlock-1)/perBlock + uint64(le16(w.sb, 0xCE))
+		}
+		for i := uint64(0); i < n; i++ {
+			mark(start + i)
+		}
+	}
+	if v.incompat&incompatMetaBG != 0 {
+		perBlock := uint32(v.bs / uint64(v.descSize))
+		if idx := g % perBlock; idx == 0 || idx == 1 || idx == perBlock-1 {
+			hs := uint64(0)
+			if v.groupHasSuper(uint64(g)) {
+				hs = 1
+			}
+			mark(start + hs)
+		}
+	}
+	mark(w.descField(g, gdBlockBitmap, 0x20, 32))
+	mark(w.descField(g, gdInodeBitmap, 0x24, 32))
+	it := w.descField(g, 0x8, 0x28, 32)
+	for i := uint64(0); i < v.itableBlocks; i++ {
+		mark(it + i)
+	}
+	for i := w.groupBlocks(g); i < uint32(v.bs*8); i++ {
+		setBit(b, i)
+	}
 }
 
 // inodeBitmap returns group g's inode bitmap; an INODE_UNINIT group's is
@@ -46,6 +90,9 @@ func (w *Writer) inodeBitmap(g uint32) ([]byte, error) {
 // bitmap checksums (ext4_block_bitmap_csum_set, ext4_inode_bitmap_csum_set).
 func (w *Writer) writeBlockBitmap(g uint32) error {
 	b := w.bbm[g]
+	if f := w.descField(g, gdFlags, -1, 16); f&bgBlockUninit != 0 {
+		w.setDescField(g, gdFlags, -1, 16, f&^bgBlockUninit)
+	}
 	if w.v.rocompat&rocompatMetadataCsum != 0 {
 		c := crc32c(w.v.csumSeed, b[:w.v.bpg/8])
 		w.setDescField(g, gdBBCsum, 0x38, 16, uint64(c))
@@ -101,7 +148,7 @@ func (w *Writer) allocBlocks(goal uint64, n uint32) (uint64, uint32, error) {
 		if k == 0 {
 			from = start0
 		}
-		if w.descField(g, gdFlags, -1, 16)&bgBlockUninit != 0 || w.descField(g, gdFreeBlocks, 0x2C, 16) == 0 {
+		if w.descField(g, gdFreeBlocks, 0x2C, 16) == 0 {
 			continue
 		}
 		bm, err := w.blockBitmap(g)
@@ -183,9 +230,6 @@ func (w *Writer) allocInode(parent uint32, dir bool) (uint32, error) {
 		avgFree := w.sbFreeBlocks() / uint64(v.groups)
 		best, bestFree := int64(-1), uint64(0)
 		for g := uint32(0); g < v.groups; g++ {
-			if w.descField(g, gdFlags, -1, 16)&bgBlockUninit != 0 {
-				continue
-			}
 			fi := w.descField(g, gdFreeInodes, 0x2E, 16)
 			if fi > bestFree && w.descField(g, gdFreeBlocks, 0x2C, 16) >= avgFree {
 				best, bestFree = int64(g), fi
@@ -199,8 +243,17 @@ func (w *Writer) allocInode(parent uint32, dir bool) (uint32, error) {
 		order = append(order, (pg+k)%v.groups)
 	}
 	for _, g := range order {
-		if w.descField(g, gdFlags, -1, 16)&bgBlockUninit != 0 || w.descField(g, gdFreeInodes, 0x2E, 16) == 0 {
+		if w.descField(g, gdFreeInodes, 0x2E, 16) == 0 {
 			continue
+		}
+		if w.descField(g, gdFlags, -1, 16)&bgBlockUninit != 0 {
+			// ext4_new_inode initialises the group's block bitmap too.
+			if _, err := w.blockBitmap(g); err != nil {
+				return 0, err
+			}
+			if err := w.writeBlockBitmap(g); err != nil {
+				return 0, err
+			}
 		}
 		bm, err := w.inodeBitmap(g)
 		if err != nil {

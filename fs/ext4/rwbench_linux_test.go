@@ -34,7 +34,7 @@ func rwSides(b *testing.B) map[string]rwSide {
 		b.Skip("the kernel side needs root")
 	}
 	img := filepath.Join(b.TempDir(), "bench.img")
-	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-E", "lazy_itable_init=0,lazy_journal_init=0", img, "256M").CombinedOutput(); err != nil {
+	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-N", "150000", "-E", "lazy_itable_init=0,lazy_journal_init=0", img, "256M").CombinedOutput(); err != nil {
 		b.Fatalf("mke2fs: %v\n%s", err, out)
 	}
 	p, dev, _ := newProc(b, img, viaRAM)
