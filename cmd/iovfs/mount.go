@@ -25,13 +25,15 @@ MOUNTPOINT on the host through FUSE, in the foreground, until SIGINT or
 SIGTERM (or umount MOUNTPOINT). Needs /dev/fuse, and root or fusermount3.
 
   iovfs mount -t tmpfs [-o size=1G] none MOUNTPOINT
-  iovfs mount -t ext4 -o ro[,dax] disk.img MOUNTPOINT   (also ext2, ext3)
+  iovfs mount -t ext4 [-o ro[,dax]] disk.img MOUNTPOINT   (also ext2, ext3)
   iovfs mount -t hostfs /srv/data MOUNTPOINT
   iovfs mount -t devfs none MOUNTPOINT
 
 Options (-o, comma-separated): ro mounts read-only; the others go to the
-file system (tmpfs size=, mode=; ext4 dax, nodax). The ext4 image is read
-through an in-process loop device: reading it needs no privilege.
+file system (tmpfs size=, mode=; ext4 dax, nodax, commit=N). The ext4
+image goes through an in-process loop device: it needs no privilege of
+its own. Without ro it is mounted read-write with iovfs's journaled
+writer, which refuses, naming it, an on-disk feature it cannot write.
 `
 
 // runMount is "iovfs mount".
@@ -122,6 +124,17 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		srv.Unmount()
 		fmt.Fprintf(stdout, "iovfs: %s was unmounted\n", abs)
 	}
+	// Unmount the exported file system inside the process too, so that a
+	// read-write ext4 image gets its last transaction committed and its
+	// journal marked clean before the process exits (ext4 Shutdown).
+	if root != "/dev" {
+		if err := p.Unmount(root, 0); err != nil {
+			// Files still open (requests the FUSE unmount abandoned): detach
+			// so the file system shuts down when they close, and say so.
+			p.Unmount(root, unix.MNT_DETACH)
+			return fail("unmounting %s inside the process: %v (changes after the last sync may be lost)", source, err)
+		}
+	}
 	return 0
 }
 
@@ -150,10 +163,15 @@ func buildExport(typ, source string, flags uintptr, data string) (*vfs.Proc, str
 		}
 		return p, "/dev", true, nil
 	case "ext2", "ext3", "ext4":
-		if flags&unix.MS_RDONLY == 0 {
-			return nil, "", false, fmt.Errorf("%s: the iovfs %s driver is read-only: mount with -o ro", source, typ)
+		// Without -o ro the image is opened for writing and mounted
+		// read-write (the writer refuses, naming it, a feature it cannot
+		// write; -o ro then mounts it).
+		ro := flags&unix.MS_RDONLY != 0
+		mode := os.O_RDWR
+		if ro {
+			mode = os.O_RDONLY
 		}
-		f, err := os.Open(source)
+		f, err := os.OpenFile(source, mode, 0)
 		if err != nil {
 			return nil, "", false, err
 		}
@@ -166,13 +184,20 @@ func buildExport(typ, source string, flags uintptr, data string) (*vfs.Proc, str
 			return nil, "", false, err
 		}
 		defer p.Close(fd)
-		lfd, err := p.Open("/dev/loop0", unix.O_RDONLY, 0)
+		lmode := unix.O_RDWR
+		if ro {
+			lmode = unix.O_RDONLY
+		}
+		lfd, err := p.Open("/dev/loop0", lmode, 0)
 		if err != nil {
 			return nil, "", false, err
 		}
 		defer p.Close(lfd) // the mount holds the device once it has it
 		cfg := unix.LoopConfig{Fd: uint32(fd)}
-		cfg.Info.Flags = unix.LO_FLAGS_READ_ONLY | unix.LO_FLAGS_AUTOCLEAR
+		cfg.Info.Flags = unix.LO_FLAGS_AUTOCLEAR
+		if ro {
+			cfg.Info.Flags |= unix.LO_FLAGS_READ_ONLY
+		}
 		if _, err := p.Ioctl(lfd, unix.LOOP_CONFIGURE, &cfg); err != nil {
 			return nil, "", false, fmt.Errorf("loop device: %w", err)
 		}
