@@ -10,6 +10,7 @@ var experiments = []*Experiment{
 	pipePingPongExperiment,
 	walkExperiment,
 	matrixExperiment,
+	fuseExperiment,
 }
 
 // Experiments returns every registered experiment, in run order.

@@ -18,6 +18,7 @@ type command struct {
 // commands lists the subcommands, in help order.
 var commands = []command{
 	{"bench", "run the reference experiments: same-run A/B benchmarks of the read paths (iovfs bench --help)", runBench},
+	{"mount", "export a tmpfs, ext4 image, host directory or devfs to the host through FUSE (iovfs mount --help)", runMount},
 	{"sh", "a POSIX shell inside the process, on an iovfs namespace (iovfs sh --help)", runSh},
 	{"ls", "list a directory of an ext2/3/4 image: iovfs ls [-l -R] IMAGE[:PATH]", imageTool("ls")},
 	{"cat", "print a file of an image: iovfs cat IMAGE:PATH", imageTool("cat")},

@@ -30,6 +30,13 @@
 // symlinks and special files have no blocks: MapBlocks returns ErrNoBlocks
 // and ReadAt serves them.
 //
+// # Writing
+//
+// OpenWriter opens a volume read-write (see rw.go for the features it
+// writes and refuses): Create, Mkdir, Symlink, Link, Unlink, Rmdir, Rename,
+// WriteAt, Truncate, Setattr, with jbd2 transactions and recovery. Mount
+// without MS_RDONLY serves it through the VFS.
+//
 // # Errors
 //
 // Damage is a *CorruptError whose Errno is syscall.EUCLEAN (Linux's

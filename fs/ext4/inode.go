@@ -174,7 +174,7 @@ func (v *Volume) parseInode(ino uint32, raw []byte) (*Inode, error) {
 		in.HasCrtime = true
 	}
 
-	if in.Nlink == 0 {
+	if in.Nlink == 0 && (v.openUnlinked == nil || !v.openUnlinked(ino)) {
 		return nil, corrupt(ino, "deleted inode referenced (links count 0)")
 	}
 	switch in.Mode & S_IFMT {

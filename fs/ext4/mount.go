@@ -16,9 +16,11 @@ package ext4
 import (
 	"fmt"
 	"log"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -35,9 +37,13 @@ var Types = []string{"ext4", "ext3", "ext2"}
 // logger, prefixed with the source; use NewMountFunc to send them
 // elsewhere.
 //
-// The mount must be read-only (MS_RDONLY; otherwise EROFS). req.Source is
-// opened O_RDONLY through req.Proc and must be a block device (ENOTBLK
-// otherwise, as Linux's lookup_bdev). Options in req.Data, comma-separated:
+// With MS_RDONLY the mount is this read-only driver and req.Source is
+// opened O_RDONLY. Without it, req.Source is opened O_RDWR and served by
+// the Writer (rw.go, rwmount.go): features it cannot keep correct give a
+// *FeatureError (EINVAL) naming them, a journal that needs recovery is
+// replayed, and dax is refused (EINVAL). Either way req.Source must be a
+// block device (ENOTBLK otherwise, as Linux's lookup_bdev). Options in
+// req.Data, comma-separated:
 //
 //	dax, dax=always   copy file data straight from device memory; the
 //	                  device must offer direct access (EINVAL otherwise)
@@ -48,6 +54,9 @@ var Types = []string{"ext4", "ext3", "ext2"}
 //	                  the device, at most 64 MiB); bcache=0 reads metadata
 //	                  from the device every time. A dax mount reads
 //	                  metadata from device memory and has no cache.
+//	commit=N          read-write: commit the running transaction after N
+//	                  seconds (default 5); data=ordered is accepted (it is
+//	                  what the Writer does)
 //	ro, noload, norecovery, errors=..., user_xattr, acl, noatime, relatime
 //	                  accepted and ignored (the mount is read-only and
 //	                  never replays the journal, as ro,noload)
@@ -97,11 +106,21 @@ type mountOpts struct {
 	path ReadPath
 	// bcache is the bcache= budget in bytes; -1 when not given.
 	bcache int64
+	// commit is the commit= interval of a read-write mount; 0: 5 s.
+	commit time.Duration
 }
 
 func parseOpts(data string) (mountOpts, error) {
 	o := mountOpts{bcache: -1}
 	for _, opt := range strings.Split(data, ",") {
+		if v, ok := strings.CutPrefix(opt, "commit="); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return o, fmt.Errorf("ext4: bad commit= interval %q: %w", v, syscall.EINVAL)
+			}
+			o.commit = time.Duration(n) * time.Second
+			continue
+		}
 		if v, ok := strings.CutPrefix(opt, "bcache="); ok {
 			n, ok := parseCacheSize(v)
 			if !ok {
@@ -111,6 +130,7 @@ func parseOpts(data string) (mountOpts, error) {
 			continue
 		}
 		switch opt {
+		case "data=ordered":
 		case "", "ro", "noload", "norecovery", "user_xattr", "acl", "noatime", "relatime", "strictatime", "nodiratime":
 		case "dax", "dax=always":
 			o.dax = true
@@ -160,15 +180,15 @@ type FS struct {
 }
 
 func mount(req vfs.MountRequest, logf func(string, ...any)) (vfs.FileSystem, error) {
-	if req.Flags&unix.MS_RDONLY == 0 {
-		return nil, fmt.Errorf("ext4: the iovfs ext4 driver is read-only; mount with MS_RDONLY: %w", syscall.EROFS)
-	}
 	opts, err := parseOpts(req.Data)
 	if err != nil {
 		return nil, err
 	}
 	if req.Proc == nil {
 		return nil, fmt.Errorf("ext4: mount of %s without a process to open it: %w", req.Source, syscall.EINVAL)
+	}
+	if req.Flags&unix.MS_RDONLY == 0 {
+		return mountRW(req, opts, logf) // rwmount.go
 	}
 	fd, err := req.Proc.Open(req.Source, unix.O_RDONLY, 0)
 	if err != nil {

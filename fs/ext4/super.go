@@ -140,6 +140,10 @@ type Volume struct {
 	// meta is the buffer cache's view of the device, or nil.
 	meta *block.View
 
+	// openUnlinked, set by a Writer before use, reports whether inode
+	// ino is unlinked but still open (its links count 0 is then valid).
+	openUnlinked func(ino uint32) bool
+
 	// mu protects icache.
 	mu     sync.Mutex
 	icache map[uint32]*Inode

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/iovfs/iovfs"
+	"github.com/iovfs/iovfs/fuse"
+	"github.com/iovfs/iovfs/vfs"
+	"golang.org/x/sys/unix"
+)
+
+const mountUsage = `usage: iovfs mount -t TYPE [-o OPTIONS] [--allow-other] [--debug] SOURCE MOUNTPOINT
+
+Builds an iovfs namespace holding one file system and exports it at
+MOUNTPOINT on the host through FUSE, in the foreground, until SIGINT or
+SIGTERM (or umount MOUNTPOINT). Needs /dev/fuse, and root or fusermount3.
+
+  iovfs mount -t tmpfs [-o size=1G] none MOUNTPOINT
+  iovfs mount -t ext4 [-o ro[,dax]] disk.img MOUNTPOINT   (also ext2, ext3)
+  iovfs mount -t hostfs /srv/data MOUNTPOINT
+  iovfs mount -t devfs none MOUNTPOINT
+
+Options (-o, comma-separated): ro mounts read-only; the others go to the
+file system (tmpfs size=, mode=; ext4 dax, nodax, commit=N). The ext4
+image goes through an in-process loop device: it needs no privilege of
+its own. Without ro it is mounted read-write with iovfs's journaled
+writer, which refuses, naming it, an on-disk feature it cannot write.
+`
+
+// runMount is "iovfs mount".
+func runMount(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("mount", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() { fmt.Fprint(stderr, mountUsage) }
+	typ := fl.String("t", "", "file system type: tmpfs, ext4 (ext2, ext3), hostfs, devfs")
+	optStr := fl.String("o", "", "mount options, comma-separated")
+	allowOther := fl.Bool("allow-other", false, "let other users reach the export (allow_other)")
+	debug := fl.Bool("debug", false, "log every FUSE request")
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fl.NArg() != 2 || *typ == "" {
+		fmt.Fprint(stderr, mountUsage)
+		return 2
+	}
+	source, mnt := fl.Arg(0), fl.Arg(1)
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "iovfs mount: "+format+"\n", a...)
+		return 1
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return fail("/dev/fuse is missing: the kernel has no FUSE here (%v)", err)
+	}
+	abs, err := filepath.Abs(mnt)
+	if err != nil {
+		return fail("%v", err)
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case err != nil:
+		return fail("mountpoint %s: %v", mnt, err)
+	case !fi.IsDir():
+		return fail("mountpoint %s is not a directory", mnt)
+	case isMountPoint(abs):
+		return fail("mountpoint %s is busy: something is already mounted there", mnt)
+	}
+
+	var flags uintptr
+	var data []string
+	for _, o := range strings.Split(*optStr, ",") {
+		switch o {
+		case "":
+		case "ro":
+			flags |= unix.MS_RDONLY
+		case "rw":
+			flags &^= unix.MS_RDONLY
+		default:
+			data = append(data, o)
+		}
+	}
+	p, root, devFiles, err := buildExport(*typ, source, flags, strings.Join(data, ","))
+	if err != nil {
+		return fail("%v", err)
+	}
+	srv, err := fuse.Mount(p, root, abs, fuse.Options{
+		AllowOther:     *allowOther,
+		ReadOnly:       flags&unix.MS_RDONLY != 0,
+		Debug:          *debug,
+		Name:           source,
+		Fsname:         "iovfs." + *typ,
+		DevicesAsFiles: devFiles,
+	})
+	if err != nil {
+		if errors.Is(err, syscall.EBUSY) {
+			return fail("mountpoint %s is busy: %v", mnt, err)
+		}
+		return fail("%v", err)
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	done := make(chan struct{})
+	go func() { srv.Wait(); close(done) }()
+	fmt.Fprintf(stdout, "iovfs: %s %s mounted on %s (pid %d); SIGINT or SIGTERM unmounts\n", *typ, source, abs, os.Getpid())
+	select {
+	case s := <-sig:
+		if err := srv.Unmount(); err != nil {
+			return fail("on %v: %v", s, err)
+		}
+		fmt.Fprintf(stdout, "iovfs: %s unmounted on %v\n", abs, s)
+	case <-done:
+		srv.Unmount()
+		fmt.Fprintf(stdout, "iovfs: %s was unmounted\n", abs)
+	}
+	// Unmount the exported file system inside the process too, so that a
+	// read-write ext4 image gets its last transaction committed and its
+	// journal marked clean before the process exits (ext4 Shutdown).
+	if root != "/dev" {
+		if err := p.Unmount(root, 0); err != nil {
+			// Files still open (requests the FUSE unmount abandoned): detach
+			// so the file system shuts down when they close, and say so.
+			p.Unmount(root, unix.MNT_DETACH)
+			return fail("unmounting %s inside the process: %v (changes after the last sync may be lost)", source, err)
+		}
+	}
+	return 0
+}
+
+// buildExport makes a namespace holding the file system asked for and
+// returns the process, the directory to export, and whether devices are
+// to be shown as files.
+func buildExport(typ, source string, flags uintptr, data string) (*vfs.Proc, string, bool, error) {
+	p, err := iovfs.New()
+	if err != nil {
+		return nil, "", false, err
+	}
+	switch typ {
+	case "tmpfs":
+		if err := p.Mount(source, "/mnt", "tmpfs", flags, data); err != nil {
+			return nil, "", false, err
+		}
+		return p, "/mnt", false, nil
+	case "hostfs":
+		if err := p.Mount(source, "/mnt", "hostfs", flags, data); err != nil {
+			return nil, "", false, err
+		}
+		return p, "/mnt", false, nil
+	case "devfs":
+		if flags&unix.MS_RDONLY != 0 {
+			return nil, "", false, fmt.Errorf("devfs: -o ro is not supported: the devices are what they are")
+		}
+		return p, "/dev", true, nil
+	case "ext2", "ext3", "ext4":
+		// Without -o ro the image is opened for writing and mounted
+		// read-write (the writer refuses, naming it, a feature it cannot
+		// write; -o ro then mounts it).
+		ro := flags&unix.MS_RDONLY != 0
+		mode := os.O_RDWR
+		if ro {
+			mode = os.O_RDONLY
+		}
+		f, err := os.OpenFile(source, mode, 0)
+		if err != nil {
+			return nil, "", false, err
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			return nil, "", false, fmt.Errorf("%s: not a regular file (an image is expected)", source)
+		}
+		fd, err := p.ImportFile(f)
+		if err != nil {
+			return nil, "", false, err
+		}
+		defer p.Close(fd)
+		lmode := unix.O_RDWR
+		if ro {
+			lmode = unix.O_RDONLY
+		}
+		lfd, err := p.Open("/dev/loop0", lmode, 0)
+		if err != nil {
+			return nil, "", false, err
+		}
+		defer p.Close(lfd) // the mount holds the device once it has it
+		cfg := unix.LoopConfig{Fd: uint32(fd)}
+		cfg.Info.Flags = unix.LO_FLAGS_AUTOCLEAR
+		if ro {
+			cfg.Info.Flags |= unix.LO_FLAGS_READ_ONLY
+		}
+		if _, err := p.Ioctl(lfd, unix.LOOP_CONFIGURE, &cfg); err != nil {
+			return nil, "", false, fmt.Errorf("loop device: %w", err)
+		}
+		if err := p.Mount("/dev/loop0", "/mnt", typ, flags, data); err != nil {
+			return nil, "", false, fmt.Errorf("%s: not a file system iovfs knows as %s: %w", source, typ, err)
+		}
+		return p, "/mnt", false, nil
+	}
+	return nil, "", false, fmt.Errorf("unknown file system type %q (tmpfs, ext2, ext3, ext4, hostfs, devfs)", typ)
+}
+
+// isMountPoint reports whether something is mounted at dir, from
+// /proc/self/mountinfo (field 5 is the mount point, octal-escaped).
+func isMountPoint(dir string) bool {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) > 4 && unescapeMountinfo(fs[4]) == dir {
+			return true
+		}
+	}
+	return false
+}
+
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var c byte
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &c); err == nil {
+				b.WriteByte(c)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/iovfs/iovfs/internal/testenv"
+)
+
+// TestMountHelper is the child side of the mount tests: it runs
+// "iovfs mount" with the arguments in IOVFS_MOUNT_ARGS.
+func TestMountHelper(t *testing.T) {
+	args := os.Getenv("IOVFS_MOUNT_ARGS")
+	if args == "" {
+		t.Skip("child of TestMountCommand only")
+	}
+	os.Exit(run(append([]string{"mount"}, strings.Split(args, "\x1f")...), os.Stdout, os.Stderr))
+}
+
+// startMount runs "iovfs mount args..." in a child process and returns
+// it once it says the mount is ready, with a function that returns the
+// rest of its output once it has exited (call it before Wait).
+func startMount(t *testing.T, args ...string) (*exec.Cmd, func() string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	c := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMountHelper$")
+	c.Env = append(os.Environ(), "IOVFS_MOUNT_ARGS="+strings.Join(args, "\x1f"))
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	mnt := args[len(args)-1]
+	t.Cleanup(func() {
+		c.Process.Kill()
+		syscall.Unmount(mnt, syscall.MNT_DETACH)
+	})
+	br := bufio.NewReader(out)
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.Contains(line, "mounted on") {
+		t.Fatalf("iovfs mount %v: %q, %v\n%s", args, line, err, errb.String())
+	}
+	var rest bytes.Buffer
+	done := make(chan struct{})
+	go func() { rest.ReadFrom(br); close(done) }()
+	return c, func() string { <-done; return rest.String() }
+}
+
+func mounted(dir string) bool {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	return bytes.Contains(b, []byte(" "+dir+" "))
+}
+
+// TestMountSIGTERM mounts a tmpfs with iovfs mount, keeps files open on
+// it (one by a process sleeping with it as stdin), sends SIGTERM, and
+// checks that the command says so, exits 0 and leaves the mountpoint
+// free.
+func TestMountSIGTERM(t *testing.T) {
+	testenv.RequireRoot(t, "FUSE mounts need root")
+	mnt := t.TempDir()
+	c, out := startMount(t, "-t", "tmpfs", "-o", "size=16m", "none", mnt)
+	if err := os.WriteFile(filepath.Join(mnt, "f"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	holder := exec.Command("sleep", "60")
+	f, err := os.Open(filepath.Join(mnt, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder.Stdin = f
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Process.Kill()
+	c.Process.Signal(syscall.SIGTERM)
+	output := out()
+	err = c.Wait()
+	f.Close()
+	if err != nil {
+		t.Errorf("iovfs mount after SIGTERM: %v", err)
+	}
+	if !strings.Contains(output, "unmounted on terminated") {
+		t.Errorf("no unmount message: %q", output)
+	}
+	if mounted(mnt) {
+		t.Errorf("%s still mounted", mnt)
+	}
+}
+
+// TestMountErrors checks the clear failures: unknown type, a mountpoint
+// that is not a directory or is busy, an image that is no file system.
+func TestMountErrors(t *testing.T) {
+	testenv.RequireRoot(t, "FUSE mounts need root")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, make([]byte, 1<<20), 0o644)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-t", "nfs", "none", dir}, "unknown file system type"},
+		{[]string{"-t", "tmpfs", "none", file}, "is not a directory"},
+		{[]string{"-t", "tmpfs", "none", filepath.Join(dir, "missing")}, "no such file"},
+		{[]string{"-t", "ext4", "-o", "ro", file, dir}, "not a file system iovfs knows"},
+		{[]string{"-t", "tmpfs", "none", "/proc"}, "busy"},
+	}
+	for _, c := range cases {
+		code, _, errOut := runArgs(append([]string{"mount"}, c.args...)...)
+		if code != 1 || !strings.Contains(errOut, c.want) {
+			t.Errorf("iovfs mount %v: status %d, %q; want 1 and %q", c.args, code, errOut, c.want)
+		}
+	}
+	if code, _, _ := runArgs("mount", "-t", "tmpfs"); code != 2 {
+		t.Errorf("iovfs mount with no mountpoint: status %d, want 2", code)
+	}
+}
+
+// TestMountExt4ReadWrite exports a fresh mke2fs image read-write, copies
+// files into it through the host kernel with cp, unmounts with SIGTERM,
+// and checks the image with e2fsck and a kernel loop mount: the files are
+// there with their bytes, and the file system is clean.
+func TestMountExt4ReadWrite(t *testing.T) {
+	testenv.RequireRoot(t, "FUSE and kernel loop mounts need root")
+	dir := t.TempDir()
+	img := filepath.Join(dir, "disk.img")
+	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", img, "16M").CombinedOutput(); err != nil {
+		t.Fatalf("mke2fs: %v\n%s", err, out)
+	}
+	src := filepath.Join(dir, "src")
+	os.MkdirAll(filepath.Join(src, "sub"), 0o755)
+	want := map[string][]byte{"a.txt": []byte("hello\n"), "sub/b.bin": bytes.Repeat([]byte{7, 8, 9}, 50000)}
+	for name, data := range want {
+		if err := os.WriteFile(filepath.Join(src, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mnt := filepath.Join(dir, "mnt")
+	os.Mkdir(mnt, 0o755)
+	c, out := startMount(t, "-t", "ext4", img, mnt)
+	if b, err := exec.Command("cp", "-r", src+"/.", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("cp into the export: %v\n%s", err, b)
+	}
+	c.Process.Signal(syscall.SIGTERM)
+	out()
+	if err := c.Wait(); err != nil {
+		t.Fatalf("iovfs mount after SIGTERM: %v", err)
+	}
+	if b, err := exec.Command("e2fsck", "-fn", img).CombinedOutput(); err != nil {
+		t.Fatalf("e2fsck -fn after a read-write export: %v\n%s", err, b)
+	}
+	kmnt := filepath.Join(dir, "kernel")
+	os.Mkdir(kmnt, 0o755)
+	if b, err := exec.Command("mount", "-o", "loop,ro", img, kmnt).CombinedOutput(); err != nil {
+		t.Fatalf("kernel mount: %v\n%s", err, b)
+	}
+	defer exec.Command("umount", kmnt).Run()
+	for name, data := range want {
+		got, err := os.ReadFile(filepath.Join(kmnt, name))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("%s in the kernel's view: %d bytes, %v; want %d bytes", name, len(got), err, len(data))
+		}
+	}
+}

@@ -1,0 +1,527 @@
+package ext4
+
+// Read-write support (issue 15): a Writer changes a volume in place. Every
+// operation leaves the structures e2fsck checks consistent (bitmaps,
+// group descriptor and superblock free counts, link counts, sizes,
+// i_blocks and every metadata_csum checksum) and is one jbd2 transaction
+// or part of one (rwjournal.go), so a crash at any write recovers to a
+// consistent volume.
+//
+// Scope (what OpenWriter accepts, checked by writeRefusal):
+//   - extents (files are written with extent trees of depth 0 or 1; a
+//     file needing more than one leaf of extents gets ENOSPC), 64bit,
+//     flex_bg, meta_bg, sparse_super, sparse_super2, large_file,
+//     huge_file, dir_nlink, extra_isize, metadata_csum (+csum_seed) or
+//     gdt_csum, has_journal (internal, jbd2 v2 with revoke, 64bit and
+//     csum v3; replayed at open), dir_index (htree directories are read
+//     and looked up, but adding or removing an entry in one gives
+//     EOPNOTSUPP; directories made here are linear, with an in-memory
+//     name index in place of the htree).
+//   - refused with a *FeatureError naming the feature: inline_data,
+//     bigalloc, encrypt, casefold, ea_inode, mmp, quota, project, verity,
+//     orphan_present, needs_recovery without a journal, journal csum v2,
+//     async_commit and fast_commit, external journals, and volumes
+//     without extents or filetype (block-mapped ext2/ext3).
+//   - BLOCK_UNINIT groups get their bitmap built (ext4_init_block_bitmap)
+//     when first allocated from.
+//
+// Locking: mu serialises every operation, and every read of a writable
+// volume goes through it too (View, ReadAt), so no reader sees a change
+// half made; the reader's inode cache entry is dropped after every inode
+// write.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// WriteDevice is a Device that can also be written: WriteAt has
+// io.WriterAt's contract.
+type WriteDevice interface {
+	Device
+	WriteAt(p []byte, off int64) (int, error)
+}
+
+// Group descriptor flags (EXT4_BG_*).
+const (
+	bgInodeUninit = 0x1
+	bgBlockUninit = 0x2
+)
+
+// Features refused for writing, with their names.
+var writeRefusedIncompat = []struct {
+	bit  uint32
+	name string
+}{
+	{incompatRecover, "needs_recovery"},
+	{incompatInlineData, "inline_data"},
+	{incompatEncrypt, "encrypt"},
+	{incompatCasefold, "casefold"},
+	{incompatEAInode, "ea_inode"},
+	{incompatMMP, "mmp"},
+	{incompatDirData, "dirdata"},
+}
+
+var writeRefusedRocompat = []struct {
+	bit  uint32
+	name string
+}{
+	{rocompatBigalloc, "bigalloc"},
+	{0x100, "quota"},
+	{0x1000, "readonly"},
+	{0x2000, "project"},
+	{0x8000, "verity"},
+	{0x10000, "orphan_present"},
+	{0x80, "has_snapshot"},
+}
+
+// writeRefusal names the first feature of v that the Writer cannot keep
+// correct, or "".
+func (v *Volume) writeRefusal(journal bool) string {
+	for _, f := range writeRefusedIncompat {
+		if v.incompat&f.bit != 0 && !(f.bit == incompatRecover && journal) {
+			return f.name
+		}
+	}
+	for _, f := range writeRefusedRocompat {
+		if v.rocompat&f.bit != 0 {
+			return f.name
+		}
+	}
+	if v.incompat&incompatExtents == 0 {
+		return "no extents (block-mapped files)"
+	}
+	if v.incompat&incompatFiletype == 0 {
+		return "no filetype"
+	}
+	if !v.linuxOS {
+		return "creator OS other than Linux"
+	}
+	return ""
+}
+
+// Writer changes a volume. Every method is atomic with respect to the
+// others (mu) and leaves the volume e2fsck-clean when it returns, even
+// after an error.
+type Writer struct {
+	v   *Volume
+	dev WriteDevice // tx: metadata writes go to the transaction
+	tx  *txDev
+	j   *journal // nil without has_journal
+
+	// Now gives the timestamps of changes; time.Now by default.
+	Now func() time.Time
+
+	// Batch lets a transaction span operations until it is big, old
+	// (CommitInterval, the commit= option, 5 s by default) or synced
+	// (Sync, Close); off, every operation commits before it returns.
+	// Set both before the first operation.
+	Batch          bool
+	CommitInterval time.Duration
+	lastCommit     time.Time
+	// pendingFree holds blocks freed by the running transaction: they
+	// are not allocated again until it commits, so data written to a
+	// new owner never lands in a block the committed state still gives
+	// to its old one (as mballoc avoids blocks freed in the running
+	// transaction).
+	pendingFree map[uint64]struct{}
+
+	// mu protects everything below and serialises operations.
+	mu     sync.Mutex
+	sb     []byte   // the primary superblock, 1024 bytes
+	gd     [][]byte // descriptor blocks, as on disk
+	bbm    map[uint32][]byte
+	ibm    map[uint32][]byte
+	gen    uint32
+	closed bool
+	err    error            // a failed commit: no more changes
+	dirs   map[uint32]*wdir // name indexes of directories (rwdir.go)
+	held   map[uint32]int   // open counts (Hold)
+	orphan map[uint32]bool  // unlinked while held: freed at the last Unhold
+
+	// appendMu serialises Append's size read and write; taken before mu.
+	appendMu sync.Mutex
+}
+
+// OpenWriter opens dev for reading and writing. The volume's metadata is
+// read without the buffer cache (opt.Cache is ignored), so a Volume read
+// through w.Volume() always sees what w wrote.
+//
+// Errors: those of Open; a *FeatureError (EINVAL) naming a feature the
+// Writer cannot keep correct (see the file comment).
+func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
+	opt.Cache, opt.CacheDevice = nil, nil
+	opt.NoChecksums = false
+	if opt.Logf == nil {
+		opt.Logf = func(string, ...any) {}
+	}
+	tx := &txDev{dev: dev, over: map[uint64][]byte{}} // bs 0: pass-through until set
+	v, err := Open(tx, opt)
+	if err != nil {
+		return nil, err
+	}
+	sb := make([]byte, sbSize)
+	if err := readFull(dev, sb, sbOffset); err != nil {
+		return nil, err
+	}
+	j, err := openJournal(v, tx, sb)
+	if err != nil {
+		return nil, err
+	}
+	// Refuse before any write, the replay's included.
+	if f := v.writeRefusal(j != nil); f != "" {
+		return nil, &FeatureError{Feature: f + " (read-write)"}
+	}
+	if j != nil && (v.incompat&incompatRecover != 0 || be.Uint32(j.sb[0x1C:]) != 0) {
+		n, err := j.recover(v, dev)
+		if err != nil {
+			return nil, fmt.Errorf("ext4: journal recovery: %w", err)
+		}
+		opt.Logf("ext4: recovered %d journal transactions", n)
+		seq := j.seq
+		// The replay may have rewritten anything: read the volume again.
+		if v, err = Open(tx, opt); err != nil {
+			return nil, err
+		}
+		if err := readFull(dev, sb, sbOffset); err != nil {
+			return nil, err
+		}
+		if j, err = openJournal(v, tx, sb); err != nil {
+			return nil, err
+		}
+		if j == nil {
+			return nil, corrupt(0, "journal gone after its replay")
+		}
+		j.seq = seq
+	}
+	if f := v.writeRefusal(j != nil); f != "" {
+		return nil, &FeatureError{Feature: f + " (read-write)"}
+	}
+	w := &Writer{v: v, dev: tx, tx: tx, j: j, Now: time.Now, bbm: map[uint32][]byte{}, ibm: map[uint32][]byte{}, orphan: map[uint32]bool{}, pendingFree: map[uint64]struct{}{}, CommitInterval: 5 * time.Second}
+	v.openUnlinked = w.isOpenUnlinked
+	w.sb = sb
+	perBlock := v.bs / uint64(v.descSize)
+	nblocks := (uint64(v.groups) + perBlock - 1) / perBlock
+	for nr := uint64(0); nr < nblocks; nr++ {
+		b := make([]byte, v.bs)
+		if err := v.readBlock(v.descBlock(nr), b); err != nil {
+			return nil, err
+		}
+		w.gd = append(w.gd, b)
+	}
+	for g := uint32(0); g < v.groups; g++ {
+		if !v.groupDescCsumOK(g, w.desc(g)) {
+			return nil, badCsum(0, "group descriptor %d", g)
+		}
+	}
+	w.gen = le32(w.sb, 0x1A0) ^ uint32(time.Now().UnixNano()) // any value; e2fsck does not check it
+	tx.bs = int64(v.bs)
+	if j != nil {
+		// The log is empty now; the superblock says the volume is in use
+		// (needs_recovery) until Close, as the kernel's mount does.
+		if err := w.writeJSuper(0); err != nil {
+			return nil, err
+		}
+		binary.LittleEndian.PutUint32(w.sb[0x60:], le32(w.sb, 0x60)|incompatRecover)
+		w.mu.Lock()
+		w.writeSuper()
+		w.unlock()
+		if w.err != nil {
+			return nil, w.err
+		}
+	}
+	return w, nil
+}
+
+// Volume returns the volume w changes, for reading.
+func (w *Writer) Volume() *Volume { return w.v }
+
+// Close ends writing: it commits, and marks a journalled volume clean
+// (needs_recovery cleared). The volume stays readable through Volume.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if w.err != nil {
+		return w.err
+	}
+	if w.j != nil {
+		binary.LittleEndian.PutUint32(w.sb[0x60:], le32(w.sb, 0x60)&^incompatRecover)
+		if err := w.writeSuper(); err != nil {
+			return err
+		}
+	}
+	return w.commit()
+}
+
+func (w *Writer) lock() error {
+	w.mu.Lock()
+	if w.closed || w.err != nil {
+		w.mu.Unlock()
+		return syscall.EROFS
+	}
+	// Blocks freed in the running transaction cannot be reused before it
+	// commits; commit first when they are a large share of the free ones.
+	if len(w.pendingFree) > 0 && uint64(len(w.pendingFree))*2 >= w.sbFreeBlocks() {
+		w.commitOrFail()
+	}
+	return nil
+}
+
+// desc returns group g's descriptor bytes (aliasing w.gd).
+func (w *Writer) desc(g uint32) []byte {
+	per := uint32(w.v.bs) / w.v.descSize
+	b := w.gd[g/per]
+	o := (g % per) * w.v.descSize
+	return b[o : o+w.v.descSize]
+}
+
+func (w *Writer) descField(g uint32, lo, hi int, bits int) uint64 {
+	d := w.desc(g)
+	var x uint64
+	if bits == 16 {
+		x = uint64(le16(d, lo))
+		if w.v.descSize >= 64 && hi >= 0 {
+			x |= uint64(le16(d, hi)) << 16
+		}
+	} else {
+		x = uint64(le32(d, lo))
+		if w.v.descSize >= 64 && hi >= 0 {
+			x |= uint64(le32(d, hi)) << 32
+		}
+	}
+	return x
+}
+
+func (w *Writer) setDescField(g uint32, lo, hi int, bits int, x uint64) {
+	d := w.desc(g)
+	if bits == 16 {
+		binary.LittleEndian.PutUint16(d[lo:], uint16(x))
+		if w.v.descSize >= 64 && hi >= 0 {
+			binary.LittleEndian.PutUint16(d[hi:], uint16(x>>16))
+		}
+	} else {
+		binary.LittleEndian.PutUint32(d[lo:], uint32(x))
+		if w.v.descSize >= 64 && hi >= 0 {
+			binary.LittleEndian.PutUint32(d[hi:], uint32(x>>32))
+		}
+	}
+}
+
+// Descriptor fields: offsets of the low and high halves.
+const (
+	gdBlockBitmap = 0x0
+	gdInodeBitmap = 0x4
+	gdFreeBlocks  = 0xC
+	gdFreeInodes  = 0xE
+	gdUsedDirs    = 0x10
+	gdFlags       = 0x12
+	gdBBCsum      = 0x18
+	gdIBCsum      = 0x1A
+	gdItUnused    = 0x1C
+	gdCsum        = 0x1E
+)
+
+// writeDesc recomputes group g's checksum and writes its descriptor block.
+func (w *Writer) writeDesc(g uint32) error {
+	v := w.v
+	d := w.desc(g)
+	var le [4]byte
+	binary.LittleEndian.PutUint32(le[:], g)
+	switch {
+	case v.rocompat&rocompatMetadataCsum != 0:
+		c := crc32c(v.csumSeed, le[:])
+		c = crc32c(c, d[:0x1E])
+		c = crc32c(c, zero8[:2])
+		c = crc32c(c, d[0x20:])
+		binary.LittleEndian.PutUint16(d[gdCsum:], uint16(c))
+	case v.rocompat&rocompatGdtCsum != 0:
+		c := crc16(0xFFFF, v.info.UUID[:])
+		c = crc16(c, le[:])
+		c = crc16(c, d[:0x1E])
+		if len(d) > 0x20 {
+			c = crc16(c, d[0x20:])
+		}
+		binary.LittleEndian.PutUint16(d[gdCsum:], c)
+	}
+	per := uint32(v.bs) / v.descSize
+	nr := uint64(g / per)
+	return w.writeAt(w.gd[nr], int64(v.descBlock(nr)<<v.bsBits))
+}
+
+// writeSuper recomputes the superblock checksum and writes it.
+func (w *Writer) writeSuper() error {
+	binary.LittleEndian.PutUint32(w.sb[0x30:], uint32(w.Now().Unix())) // s_wtime
+	if w.v.rocompat&rocompatMetadataCsum != 0 {
+		binary.LittleEndian.PutUint32(w.sb[0x3FC:], crc32c(^uint32(0), w.sb[:0x3FC]))
+	}
+	return w.writeAt(w.sb, sbOffset)
+}
+
+func (w *Writer) writeAt(p []byte, off int64) error {
+	n, err := w.dev.WriteAt(p, off)
+	if err == nil && n < len(p) {
+		err = syscall.EIO
+	}
+	return err
+}
+
+func (w *Writer) sbFreeBlocks() uint64 {
+	return uint64(le32(w.sb, 0xC)) | uint64(le32(w.sb, 0x158))<<32*b2u(w.v.incompat&incompat64bit != 0)
+}
+
+func (w *Writer) setSbFreeBlocks(n uint64) {
+	binary.LittleEndian.PutUint32(w.sb[0xC:], uint32(n))
+	if w.v.incompat&incompat64bit != 0 {
+		binary.LittleEndian.PutUint32(w.sb[0x158:], uint32(n>>32))
+	}
+	w.v.info.FreeBlocks = n
+}
+
+func (w *Writer) addSbFreeInodes(d int) {
+	n := uint32(int64(le32(w.sb, 0x10)) + int64(d))
+	binary.LittleEndian.PutUint32(w.sb[0x10:], n)
+	w.v.info.FreeInodes = n
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ---- inodes ----
+
+// inodeOff is the byte offset of inode ino in its inode table.
+func (w *Writer) inodeOff(ino uint32) int64 {
+	v := w.v
+	g := (ino - 1) / v.ipg
+	idx := uint64((ino - 1) % v.ipg)
+	return int64(v.itable[g]<<v.bsBits + idx*uint64(v.inodeSize))
+}
+
+// getInode reads the raw inode ino, checking its checksum.
+func (w *Writer) getInode(ino uint32) ([]byte, error) {
+	if ino == 0 || ino > w.v.inodes {
+		return nil, corrupt(ino, "inode number out of range")
+	}
+	raw := make([]byte, w.v.inodeSize)
+	if err := w.v.readMeta(raw, w.inodeOff(ino)); err != nil {
+		return nil, err
+	}
+	if _, err := w.v.parseInode(ino, raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// inodeSeed is the checksum seed of an inode: crc32c(fs seed, ino, gen).
+func (w *Writer) inodeSeed(ino uint32, raw []byte) uint32 {
+	return crc32cU32(crc32cU32(w.v.csumSeed, ino), le32(raw, 0x64))
+}
+
+func extraEnd(raw []byte) int {
+	if len(raw) <= 128 {
+		return 128
+	}
+	return 128 + int(le16(raw, 0x80))
+}
+
+// putInode sets raw's checksum, writes it and drops the reader's copy.
+func (w *Writer) putInode(ino uint32, raw []byte) error {
+	v := w.v
+	if v.rocompat&rocompatMetadataCsum != 0 {
+		hi := len(raw) > 128 && extraEnd(raw) >= 0x84
+		raw[0x7C], raw[0x7D] = 0, 0
+		if hi {
+			raw[0x82], raw[0x83] = 0, 0
+		}
+		c := crc32c(w.inodeSeed(ino, raw), raw)
+		binary.LittleEndian.PutUint16(raw[0x7C:], uint16(c))
+		if hi {
+			binary.LittleEndian.PutUint16(raw[0x82:], uint16(c>>16))
+		}
+	}
+	if err := w.writeAt(raw, w.inodeOff(ino)); err != nil {
+		return err
+	}
+	v.mu.Lock()
+	delete(v.icache, ino)
+	v.mu.Unlock()
+	return nil
+}
+
+// setTime stores t in the timestamp at off with its _extra word at xoff
+// (when it fits): epoch bits and nanoseconds, as ext4_encode_extra_time.
+func setTime(raw []byte, off, xoff int, t time.Time) {
+	sec := t.Unix()
+	binary.LittleEndian.PutUint32(raw[off:], uint32(int32(sec)))
+	if xoff+4 <= extraEnd(raw) {
+		epoch := uint32((sec-int64(int32(sec)))>>32) & 3
+		binary.LittleEndian.PutUint32(raw[xoff:], epoch|uint32(t.Nanosecond())<<2)
+	}
+}
+
+const (
+	tCtime = iota
+	tMtime
+	tAtime
+	tCrtime
+)
+
+var timeOffs = [4][2]int{{0x0C, 0x84}, {0x10, 0x88}, {0x08, 0x8C}, {0x90, 0x94}}
+
+func touch(raw []byte, t time.Time, which ...int) {
+	for _, k := range which {
+		o := timeOffs[k]
+		if k == tCrtime && o[0]+4 > extraEnd(raw) {
+			continue
+		}
+		setTime(raw, o[0], o[1], t)
+	}
+}
+
+func iSize(raw []byte) uint64 { return uint64(le32(raw, 0x4)) | uint64(le32(raw, 0x6C))<<32 }
+
+func setISize(raw []byte, n uint64) {
+	binary.LittleEndian.PutUint32(raw[0x4:], uint32(n))
+	binary.LittleEndian.PutUint32(raw[0x6C:], uint32(n>>32))
+}
+
+func iLinks(raw []byte) uint32 { return uint32(le16(raw, 0x1A)) }
+
+func setILinks(raw []byte, n uint32) { binary.LittleEndian.PutUint16(raw[0x1A:], uint16(n)) }
+
+func iMode(raw []byte) uint32 { return uint32(le16(raw, 0)) }
+
+func iFlags(raw []byte) uint32 { return le32(raw, 0x20) }
+
+// iBlocks is i_blocks in 512-byte units (huge_file's block units are not
+// written here: files stay below 2^32 sectors... or use the high word).
+func (w *Writer) iBlocks(raw []byte) uint64 {
+	n := uint64(le32(raw, 0x1C)) | uint64(le16(raw, 0x74))<<32
+	if iFlags(raw)&FlagHugeFile != 0 {
+		n <<= w.v.bsBits - 9
+	}
+	return n
+}
+
+func (w *Writer) addIBlocks(raw []byte, blocks int64) error {
+	if iFlags(raw)&FlagHugeFile != 0 {
+		return fmt.Errorf("ext4: huge_file inode: %w", syscall.EOPNOTSUPP)
+	}
+	n := uint64(int64(w.iBlocks(raw)) + blocks<<(w.v.bsBits-9))
+	if n >= 1<<48 {
+		return syscall.EFBIG
+	}
+	binary.LittleEndian.PutUint32(raw[0x1C:], uint32(n))
+	binary.LittleEndian.PutUint16(raw[0x74:], uint16(n>>32))
+	return nil
+}

@@ -1,0 +1,387 @@
+package ext4
+
+// File data for the Writer: extent trees of depth 0 (up to four extents
+// in i_block) or 1 (one leaf block), WriteAt and Truncate.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"syscall"
+)
+
+// wext is one initialised extent.
+type wext struct {
+	l uint32 // first logical block
+	n uint32 // length, 1..32768
+	p uint64 // first physical block
+}
+
+const maxInitExtent = 32768
+
+// loadExtents reads the extent tree of raw: its extents in order and the
+// leaf block (0 at depth 0). Deeper trees and unwritten extents give
+// EOPNOTSUPP.
+func (w *Writer) loadExtents(ino uint32, raw []byte) ([]wext, uint64, error) {
+	if iFlags(raw)&FlagExtents == 0 {
+		return nil, 0, fmt.Errorf("ext4: inode %d is block-mapped: %w", ino, syscall.EOPNOTSUPP)
+	}
+	node := raw[0x28:0x64]
+	depth := le16(node, 6)
+	var leaf uint64
+	switch depth {
+	case 0:
+	case 1:
+		if le16(node, 2) != 1 {
+			return nil, 0, fmt.Errorf("ext4: inode %d: extent index with %d entries: %w", ino, le16(node, 2), syscall.EOPNOTSUPP)
+		}
+		leaf = uint64(le32(node, 16)) | uint64(le16(node, 20))<<32
+		b := make([]byte, w.v.bs)
+		if err := w.v.readBlock(leaf, b); err != nil {
+			return nil, 0, err
+		}
+		if err := checkExtentHeader(ino, b, int(w.v.bs-extentEntry)/extentEntry, 0); err != nil {
+			return nil, 0, err
+		}
+		node = b
+	default:
+		return nil, 0, fmt.Errorf("ext4: inode %d: extent tree of depth %d: %w", ino, depth, syscall.EOPNOTSUPP)
+	}
+	n := int(le16(node, 2))
+	exts := make([]wext, 0, n+1)
+	for i := 0; i < n; i++ {
+		e := node[12*(i+1):]
+		l := uint32(le16(e, 4))
+		if l > maxInitExtent {
+			return nil, 0, fmt.Errorf("ext4: inode %d has unwritten extents: %w", ino, syscall.EOPNOTSUPP)
+		}
+		exts = append(exts, wext{l: le32(e, 0), n: l, p: uint64(le32(e, 8)) | uint64(le16(e, 6))<<32})
+	}
+	return exts, leaf, nil
+}
+
+func putExtent(b []byte, e wext) {
+	binary.LittleEndian.PutUint32(b[0:], e.l)
+	binary.LittleEndian.PutUint16(b[4:], uint16(e.n))
+	binary.LittleEndian.PutUint16(b[6:], uint16(e.p>>32))
+	binary.LittleEndian.PutUint32(b[8:], uint32(e.p))
+}
+
+func putExtentHeader(b []byte, entries, max, depth int) {
+	binary.LittleEndian.PutUint16(b[0:], 0xF30A)
+	binary.LittleEndian.PutUint16(b[2:], uint16(entries))
+	binary.LittleEndian.PutUint16(b[4:], uint16(max))
+	binary.LittleEndian.PutUint16(b[6:], uint16(depth))
+	binary.LittleEndian.PutUint32(b[8:], 0)
+}
+
+// storeExtents writes exts into raw (and the leaf block when more than four),
+// allocating or freeing the leaf and charging it to i_blocks. It returns
+// the leaf now in use.
+func (w *Writer) storeExtents(ino uint32, raw []byte, exts []wext, leaf uint64) (uint64, error) {
+	ib := raw[0x28:0x64]
+	if len(exts) <= 4 {
+		if leaf != 0 {
+			if err := w.freeBlocks(leaf, 1); err != nil {
+				return leaf, err
+			}
+			if err := w.addIBlocks(raw, -1); err != nil {
+				return 0, err
+			}
+		}
+		clear(ib)
+		putExtentHeader(ib, len(exts), 4, 0)
+		for i, e := range exts {
+			putExtent(ib[12*(i+1):], e)
+		}
+		return 0, nil
+	}
+	max := int(w.v.bs-12) / 12
+	if len(exts) > max {
+		return leaf, fmt.Errorf("ext4: inode %d needs a deeper extent tree: %w", ino, syscall.ENOSPC)
+	}
+	if leaf == 0 {
+		b, _, err := w.allocBlocks(exts[0].p, 1)
+		if err != nil {
+			return 0, err
+		}
+		if err := w.addIBlocks(raw, 1); err != nil {
+			w.freeBlocks(b, 1)
+			return 0, err
+		}
+		leaf = b
+	}
+	buf := make([]byte, w.v.bs)
+	putExtentHeader(buf, len(exts), max, 0)
+	for i, e := range exts {
+		putExtent(buf[12*(i+1):], e)
+	}
+	if w.v.rocompat&rocompatMetadataCsum != 0 {
+		tail := 12 * (1 + max)
+		binary.LittleEndian.PutUint32(buf[tail:], crc32c(w.inodeSeed(ino, raw), buf[:tail]))
+	}
+	if err := w.writeAt(buf, int64(leaf<<w.v.bsBits)); err != nil {
+		return leaf, err
+	}
+	clear(ib)
+	putExtentHeader(ib, 1, 4, 1)
+	binary.LittleEndian.PutUint32(ib[12:], exts[0].l)
+	binary.LittleEndian.PutUint32(ib[16:], uint32(leaf))
+	binary.LittleEndian.PutUint16(ib[20:], uint16(leaf>>32))
+	return leaf, nil
+}
+
+// lookupExt returns the physical block of lblk, or ok false in a hole, and
+// the index of the first extent after lblk.
+func lookupExt(exts []wext, lblk uint64) (phys uint64, ok bool, next int) {
+	for i, e := range exts {
+		if lblk < uint64(e.l) {
+			return 0, false, i
+		}
+		if lblk < uint64(e.l)+uint64(e.n) {
+			return e.p + lblk - uint64(e.l), true, i + 1
+		}
+	}
+	return 0, false, len(exts)
+}
+
+// insertExt adds e at index i and merges neighbours that continue each
+// other logically and physically.
+func insertExt(exts []wext, i int, e wext) []wext {
+	exts = append(exts, wext{})
+	copy(exts[i+1:], exts[i:])
+	exts[i] = e
+	out := exts[:1]
+	for _, x := range exts[1:] {
+		last := &out[len(out)-1]
+		if last.l+last.n == x.l && last.p+uint64(last.n) == x.p && last.n+x.n <= maxInitExtent {
+			last.n += x.n
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// maxBytes is the largest file size with extents: 2^32-1 blocks
+// (ext4_max_size for extent files).
+func (w *Writer) maxBytes() int64 { return int64((1<<32 - 1) << w.v.bsBits) }
+
+// goalFor is the block to allocate logical block lblk near: right after
+// the previous extent's mapping of it, or the start of the inode's group.
+func (w *Writer) goalFor(ino uint32, exts []wext, next int, lblk uint64) uint64 {
+	if next > 0 {
+		e := exts[next-1]
+		return e.p + (lblk - uint64(e.l))
+	}
+	g := (ino - 1) / w.v.ipg
+	return w.v.firstData + uint64(g)*uint64(w.v.bpg)
+}
+
+// WriteAt writes p at off in regular file ino, allocating blocks for the
+// holes it covers, and returns the count: short only when the volume ran
+// out of space (then err is nil if anything was written, as write(2)).
+// Errors: EINVAL for a negative offset, EFBIG at or past the maximum file
+// size, ENOSPC, EISDIR for a directory, EINVAL for other non-regular files.
+func (w *Writer) WriteAt(ino uint32, p []byte, off int64) (int, error) {
+	if err := w.lock(); err != nil {
+		return 0, err
+	}
+	defer w.unlock()
+	raw, err := w.getInode(ino)
+	if err != nil {
+		return 0, err
+	}
+	switch iMode(raw) & S_IFMT {
+	case S_IFREG:
+	case S_IFDIR:
+		return 0, syscall.EISDIR
+	default:
+		return 0, syscall.EINVAL
+	}
+	if off < 0 {
+		return 0, syscall.EINVAL
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if off >= w.maxBytes() {
+		return 0, syscall.EFBIG
+	}
+	if int64(len(p)) > w.maxBytes()-off {
+		p = p[:w.maxBytes()-off]
+	}
+	n, err := w.writeData(ino, raw, p, off)
+	if n > 0 {
+		if end := uint64(off) + uint64(n); end > iSize(raw) {
+			setISize(raw, end)
+		}
+		touch(raw, w.Now(), tMtime, tCtime)
+		if perr := w.putInode(ino, raw); perr != nil {
+			return 0, perr
+		}
+		if serr := w.writeSuper(); serr != nil {
+			return 0, serr
+		}
+		return n, nil
+	}
+	// Nothing written, but blocks may have been mapped before an error.
+	if perr := w.putInode(ino, raw); perr != nil {
+		return 0, perr
+	}
+	w.writeSuper()
+	return 0, err
+}
+
+// writeData writes p at off into ino's blocks, allocating holes, and
+// updates raw's extents and i_blocks (the caller writes raw).
+func (w *Writer) writeData(ino uint32, raw []byte, p []byte, off int64) (int, error) {
+	v := w.v
+	exts, leaf, err := w.loadExtents(ino, raw)
+	if err != nil {
+		return 0, err
+	}
+	bs := int(v.bs)
+	lastBlk := uint64(off+int64(len(p))-1) >> v.bsBits
+	buf := make([]byte, bs)
+	done := 0
+	var freshLo, freshHi uint64 // blocks allocated by this call: never read
+	for done < len(p) {
+		pos := off + int64(done)
+		lblk := uint64(pos) >> v.bsBits
+		within := int(pos & int64(bs-1))
+		n := min(bs-within, len(p)-done)
+		phys, ok, next := lookupExt(exts, lblk)
+		fresh := lblk >= freshLo && lblk < freshHi
+		if !ok {
+			want := lastBlk - lblk + 1
+			if next < len(exts) {
+				want = min(want, uint64(exts[next].l)-lblk)
+			}
+			want = min(want, maxInitExtent)
+			start, got, aerr := w.allocBlocks(w.goalFor(ino, exts, next, lblk), uint32(want))
+			if aerr != nil {
+				return done, aerr
+			}
+			nexts := insertExt(append([]wext(nil), exts...), next, wext{l: uint32(lblk), n: got, p: start})
+			nleaf, serr := w.storeExtents(ino, raw, nexts, leaf)
+			if serr != nil {
+				w.freeBlocks(start, uint64(got))
+				w.storeExtents(ino, raw, exts, leaf)
+				return done, serr
+			}
+			if err := w.addIBlocks(raw, int64(got)); err != nil {
+				return done, err
+			}
+			exts, leaf = nexts, nleaf
+			phys, fresh = start, true
+			freshLo, freshHi = lblk, lblk+uint64(got)
+		}
+		dev := int64(phys << v.bsBits)
+		if n == bs {
+			if err := w.writeDataAt(p[done:done+n], dev); err != nil {
+				return done, err
+			}
+		} else {
+			if fresh {
+				clear(buf)
+			} else if err := v.readBlock(phys, buf); err != nil {
+				return done, err
+			}
+			copy(buf[within:], p[done:done+n])
+			if err := w.writeDataAt(buf, dev); err != nil {
+				return done, err
+			}
+		}
+		done += n
+	}
+	return done, nil
+}
+
+// Truncate sets regular file ino's size, freeing the blocks past a
+// smaller size and zeroing the rest of its last block, as truncate(2).
+// Errors: EISDIR, EINVAL (other types, negative size), EFBIG.
+func (w *Writer) Truncate(ino uint32, size int64) error {
+	if err := w.lock(); err != nil {
+		return err
+	}
+	defer w.unlock()
+	raw, err := w.getInode(ino)
+	if err != nil {
+		return err
+	}
+	switch iMode(raw) & S_IFMT {
+	case S_IFREG:
+	case S_IFDIR:
+		return syscall.EISDIR
+	default:
+		return syscall.EINVAL
+	}
+	if size < 0 {
+		return syscall.EINVAL
+	}
+	if size > w.maxBytes() {
+		return syscall.EFBIG
+	}
+	if uint64(size) < iSize(raw) {
+		if err := w.cutBlocks(ino, raw, uint64(size)); err != nil {
+			return err
+		}
+	}
+	setISize(raw, uint64(size))
+	touch(raw, w.Now(), tMtime, tCtime)
+	if err := w.putInode(ino, raw); err != nil {
+		return err
+	}
+	return w.writeSuper()
+}
+
+// cutBlocks frees ino's blocks past size and zeroes the tail of the block
+// holding size, updating raw's extents and i_blocks.
+func (w *Writer) cutBlocks(ino uint32, raw []byte, size uint64) error {
+	v := w.v
+	exts, leaf, err := w.loadExtents(ino, raw)
+	if err != nil {
+		return err
+	}
+	keep := (size + v.bs - 1) >> v.bsBits
+	var out []wext
+	var freed int64
+	for _, e := range exts {
+		switch {
+		case uint64(e.l) >= keep:
+			if err := w.freeBlocks(e.p, uint64(e.n)); err != nil {
+				return err
+			}
+			freed += int64(e.n)
+		case uint64(e.l)+uint64(e.n) > keep:
+			k := keep - uint64(e.l)
+			if err := w.freeBlocks(e.p+k, uint64(e.n)-k); err != nil {
+				return err
+			}
+			freed += int64(uint64(e.n) - k)
+			e.n = uint32(k)
+			out = append(out, e)
+		default:
+			out = append(out, e)
+		}
+	}
+	if err := w.addIBlocks(raw, -freed); err != nil {
+		return err
+	}
+	if _, err := w.storeExtents(ino, raw, out, leaf); err != nil {
+		return err
+	}
+	if within := size & (v.bs - 1); within != 0 {
+		if phys, ok, _ := lookupExt(out, size>>v.bsBits); ok {
+			buf := make([]byte, v.bs)
+			if err := v.readBlock(phys, buf); err != nil {
+				return err
+			}
+			clear(buf[within:])
+			if err := w.writeDataAt(buf, int64(phys<<v.bsBits)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

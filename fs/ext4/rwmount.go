@@ -1,0 +1,553 @@
+package ext4
+
+// The VFS glue of a read-write mount: Mount without MS_RDONLY gives an
+// rwFS whose nodes go through a Writer (rw.go). Every node reads the
+// inode afresh under the Writer's lock, so nothing it shows is stale; the
+// read-only mount's cached nodes and extent caches (mount.go, file.go)
+// are not used, and the read-only path is unchanged.
+//
+// Invariants:
+//   - nodes maps an inode number to its node while the inode exists; a
+//     node is dropped when its inode is freed (unlink, rmdir, rename over
+//     it, last close of an unlinked file).
+//   - mu protects nodes only and is never held while calling the Writer.
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/block"
+	"github.com/iovfs/iovfs/iov"
+	"github.com/iovfs/iovfs/vfs"
+)
+
+// rwFS is a read-write mounted volume.
+type rwFS struct {
+	w  *Writer
+	b  *vfs.Backing
+	bs uint64
+
+	mu    sync.Mutex
+	nodes map[uint32]vfs.Node
+
+	shutdown sync.Once
+}
+
+// backingWDevice is the Writer's device over the held-open source.
+type backingWDevice struct{ backingDevice }
+
+// Sync flushes the device's cache (EINVAL from a device without one is
+// ignored by the caller).
+func (d backingWDevice) Sync() error { return d.b.Sync() }
+
+func (d backingWDevice) WriteAt(p []byte, off int64) (int, error) {
+	done := 0
+	for done < len(p) {
+		n, err := d.b.WriteAt(p[done:], off+int64(done))
+		done += n
+		if err != nil {
+			return done, err
+		}
+		if n == 0 {
+			return done, syscall.EIO
+		}
+	}
+	return done, nil
+}
+
+// mountRW opens req.Source read-write and mounts it through a Writer.
+// Options: those of Mount except dax and the x-iovfs-read benchmarks
+// (EINVAL: a read-write mount reads and writes through the device).
+func mountRW(req vfs.MountRequest, opts mountOpts, logf func(string, ...any)) (vfs.FileSystem, error) {
+	if opts.dax || opts.path != ReadScalar {
+		return nil, fmt.Errorf("ext4: dax and x-iovfs-read need a read-only mount: %w", syscall.EINVAL)
+	}
+	fd, err := req.Proc.Open(req.Source, unix.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := req.Proc.Backing(fd)
+	req.Proc.Close(fd)
+	if err != nil {
+		return nil, err
+	}
+	dev, ok := block.Of(b.Handle())
+	if !ok {
+		b.Release()
+		return nil, fmt.Errorf("ext4: %s is not a block device: %w", req.Source, syscall.ENOTBLK)
+	}
+	w, err := OpenWriter(backingWDevice{backingDevice{b: b, size: block.ReadEnd(dev)}}, Options{Logf: logf})
+	if err != nil {
+		b.Release()
+		return nil, err
+	}
+	w.Batch = true
+	if opts.commit > 0 {
+		w.CommitInterval = opts.commit
+	}
+	fs := &rwFS{w: w, b: b, bs: uint64(w.v.bs), nodes: map[uint32]vfs.Node{}}
+	return fs, nil
+}
+
+// Root implements vfs.FileSystem.
+func (fs *rwFS) Root() vfs.Node {
+	n, _ := fs.node(rootIno, S_IFDIR)
+	return n
+}
+
+// Writer returns the Writer under the mount.
+func (fs *rwFS) Writer() *Writer { return fs.w }
+
+// Shutdown implements vfs.Shutdowner: it ends writing, flushes the device
+// and releases it.
+func (fs *rwFS) Shutdown() error {
+	var err error
+	fs.shutdown.Do(func() {
+		err = fs.w.Close()
+		if e := fs.b.Sync(); err == nil && e != nil && !errors.Is(e, syscall.EINVAL) {
+			err = e
+		}
+		if e := fs.b.Release(); err == nil {
+			err = e
+		}
+	})
+	return err
+}
+
+// Statfs implements vfs.Statfser from the Writer's live counts.
+func (fs *rwFS) Statfs() (unix.Statfs_t, error) {
+	var st unix.Statfs_t
+	err := fs.w.View(func(v *Volume) error {
+		info := v.Info()
+		st = unix.Statfs_t{
+			Type:    0xEF53,
+			Bsize:   int64(info.BlockSize),
+			Blocks:  info.Blocks,
+			Bfree:   info.FreeBlocks,
+			Bavail:  info.FreeBlocks,
+			Files:   uint64(info.Inodes),
+			Ffree:   uint64(info.FreeInodes),
+			Namelen: 255,
+			Frsize:  int64(info.BlockSize),
+		}
+		return nil
+	})
+	return st, err
+}
+
+// node returns inode ino's node, of the type mode gives.
+func (fs *rwFS) node(ino uint32, mode uint32) (vfs.Node, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if n := fs.nodes[ino]; n != nil {
+		return n, nil
+	}
+	b := rwBase{fs: fs, ino: ino}
+	var n vfs.Node
+	switch mode & S_IFMT {
+	case S_IFDIR:
+		n = &rwDir{b}
+	case S_IFREG:
+		n = &rwFile{b}
+	case S_IFLNK:
+		n = &rwLink{b}
+	default:
+		n = &rwSpecial{b}
+	}
+	fs.nodes[ino] = n
+	return n, nil
+}
+
+// forget drops ino's node if the inode is gone.
+func (fs *rwFS) forget(ino uint32) {
+	gone := false
+	fs.w.View(func(v *Volume) error {
+		raw, err := fs.w.getInode(ino)
+		gone = err != nil || iLinks(raw) == 0 && !fs.w.orphan[ino]
+		return nil
+	})
+	if gone {
+		fs.mu.Lock()
+		delete(fs.nodes, ino)
+		fs.mu.Unlock()
+	}
+}
+
+type rwBase struct {
+	fs  *rwFS
+	ino uint32
+}
+
+// Stat implements vfs.Node.
+func (n *rwBase) Stat() (vfs.Stat, error) {
+	var st vfs.Stat
+	err := n.fs.w.View(func(v *Volume) error {
+		raw, err := n.fs.w.getInode(n.ino)
+		if err != nil {
+			return err
+		}
+		in, err := v.parseInode(n.ino, raw)
+		if err != nil {
+			return err
+		}
+		st = vfs.Stat{
+			Ino: uint64(in.Ino), Mode: in.Mode, Nlink: uint64(in.Nlink),
+			Uid: in.Uid, Gid: in.Gid, Rdev: in.Rdev, Size: int64(in.Size),
+			Blksize: int64(n.fs.bs), Blocks: int64(in.Blocks),
+			Atime: ts(in.Atime), Mtime: ts(in.Mtime), Ctime: ts(in.Ctime),
+		}
+		return nil
+	})
+	return st, err
+}
+
+// Setattr implements vfs.Setattrer.
+func (n *rwBase) Setattr(a vfs.SetAttr) error {
+	w := n.fs.w
+	if a.Valid&vfs.SetSize != 0 {
+		if err := w.Truncate(n.ino, a.Size); err != nil {
+			return err
+		}
+	}
+	var x Attr
+	if a.Valid&vfs.SetMode != 0 {
+		x.Valid |= AttrMode
+		x.Mode = a.Mode
+	}
+	if a.Valid&vfs.SetUid != 0 {
+		x.Valid |= AttrUid
+		x.Uid = a.Uid
+	}
+	if a.Valid&vfs.SetGid != 0 {
+		x.Valid |= AttrGid
+		x.Gid = a.Gid
+	}
+	if a.Valid&vfs.SetAtime != 0 {
+		x.Valid |= AttrAtime
+		x.Atime = a.Atime
+	}
+	if a.Valid&vfs.SetMtime != 0 {
+		x.Valid |= AttrMtime
+		x.Mtime = a.Mtime
+	}
+	if x.Valid == 0 && a.Valid&vfs.SetSize != 0 {
+		return nil
+	}
+	return w.Setattr(n.ino, x)
+}
+
+// Getxattr implements vfs.Xattrer (attributes are read-only on a
+// read-write mount for now).
+func (n *rwBase) Getxattr(name string) ([]byte, error) {
+	var b []byte
+	err := n.fs.w.View(func(v *Volume) error {
+		in, err := v.Inode(n.ino)
+		if err != nil {
+			return err
+		}
+		b, err = v.GetXattr(in, name)
+		return err
+	})
+	return b, err
+}
+
+// Listxattr implements vfs.Xattrer.
+func (n *rwBase) Listxattr() ([]string, error) {
+	var l []string
+	err := n.fs.w.View(func(v *Volume) error {
+		in, err := v.Inode(n.ino)
+		if err != nil {
+			return err
+		}
+		l, err = v.ListXattr(in)
+		return err
+	})
+	return l, err
+}
+
+type rwDir struct{ rwBase }
+
+// FileType implements vfs.FileTyper.
+func (*rwDir) FileType() uint32 { return S_IFDIR }
+
+// Lookup implements vfs.Lookuper, through the Writer's name index.
+func (d *rwDir) Lookup(name string) (vfs.Node, error) {
+	var ino, mode uint32
+	w := d.fs.w
+	err := w.View(func(v *Volume) error {
+		raw, err := w.getInode(d.ino)
+		if err != nil {
+			return err
+		}
+		if iLinks(raw) == 0 {
+			return syscall.ENOENT
+		}
+		e, ok, err := w.find(d.ino, raw, name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return syscall.ENOENT
+		}
+		c, err := w.getInode(e.ino)
+		if err != nil {
+			return err
+		}
+		ino, mode = e.ino, iMode(c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d.fs.node(ino, mode)
+}
+
+// ReadDir implements vfs.DirReader, with ext4's offsets as cookies.
+func (d *rwDir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
+	if off < 3 {
+		off = 0
+	}
+	return d.fs.w.View(func(v *Volume) error {
+		in, err := v.Inode(d.ino)
+		if err != nil {
+			return err
+		}
+		return v.ReadDirFrom(in, off, func(name []byte, ino uint32, ft uint8, next int64) bool {
+			return fn(vfs.Dirent{Name: string(name), Ino: uint64(ino), Type: dtype(ft), Off: next})
+		})
+	})
+}
+
+// Create implements vfs.Creator.
+func (d *rwDir) Create(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
+	ino, err := d.fs.w.Create(d.ino, name, mode, c.Uid, c.Gid)
+	if err != nil {
+		return nil, err
+	}
+	return d.fs.node(ino, S_IFREG)
+}
+
+// Mkdir implements vfs.Mkdirer.
+func (d *rwDir) Mkdir(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
+	ino, err := d.fs.w.Mkdir(d.ino, name, mode, c.Uid, c.Gid)
+	if err != nil {
+		return nil, err
+	}
+	return d.fs.node(ino, S_IFDIR)
+}
+
+// Symlink implements vfs.Symlinker.
+func (d *rwDir) Symlink(name, target string, c vfs.Cred) (vfs.Node, error) {
+	ino, err := d.fs.w.Symlink(d.ino, name, target, c.Uid, c.Gid)
+	if err != nil {
+		return nil, err
+	}
+	return d.fs.node(ino, S_IFLNK)
+}
+
+func inoOf(n vfs.Node) (uint32, bool) {
+	switch x := n.(type) {
+	case *rwFile:
+		return x.ino, true
+	case *rwLink:
+		return x.ino, true
+	case *rwSpecial:
+		return x.ino, true
+	case *rwDir:
+		return x.ino, true
+	}
+	return 0, false
+}
+
+// Link implements vfs.Linker.
+func (d *rwDir) Link(name string, target vfs.Node) error {
+	ino, ok := inoOf(target)
+	if !ok {
+		return syscall.EXDEV
+	}
+	return d.fs.w.Link(d.ino, name, ino)
+}
+
+// lookupIno is the inode name names in d, 0 if none.
+func (d *rwDir) lookupIno(name string) uint32 {
+	var ino uint32
+	d.fs.w.View(func(v *Volume) error {
+		raw, err := d.fs.w.getInode(d.ino)
+		if err != nil {
+			return err
+		}
+		e, ok, err := d.fs.w.find(d.ino, raw, name)
+		if ok && err == nil {
+			ino = e.ino
+		}
+		return nil
+	})
+	return ino
+}
+
+// Unlink implements vfs.Unlinker.
+func (d *rwDir) Unlink(name string) error {
+	ino := d.lookupIno(name)
+	err := d.fs.w.Unlink(d.ino, name)
+	if err == nil {
+		d.fs.forget(ino)
+	}
+	return err
+}
+
+// Rmdir implements vfs.Rmdirer.
+func (d *rwDir) Rmdir(name string) error {
+	ino := d.lookupIno(name)
+	err := d.fs.w.Rmdir(d.ino, name)
+	if err == nil {
+		d.fs.forget(ino)
+	}
+	return err
+}
+
+// Rename implements vfs.Renamer.
+func (d *rwDir) Rename(oldName string, newDir vfs.Node, newName string) error {
+	nd, ok := newDir.(*rwDir)
+	if !ok {
+		return syscall.EXDEV
+	}
+	over := nd.lookupIno(newName)
+	err := d.fs.w.Rename(d.ino, oldName, nd.ino, newName)
+	if err == nil && over != 0 {
+		d.fs.forget(over)
+	}
+	return err
+}
+
+// RenameFlags implements vfs.RenameFlagser: RENAME_NOREPLACE and
+// RENAME_EXCHANGE; RENAME_WHITEOUT gives EINVAL (not implemented).
+func (d *rwDir) RenameFlags(oldName string, newDir vfs.Node, newName string, flags uint, c vfs.Cred) error {
+	nd, ok := newDir.(*rwDir)
+	if !ok {
+		return syscall.EXDEV
+	}
+	switch flags {
+	case 0:
+		return d.Rename(oldName, newDir, newName)
+	case unix.RENAME_NOREPLACE:
+		if nd.lookupIno(newName) != 0 {
+			if d.lookupIno(oldName) == 0 {
+				return syscall.ENOENT
+			}
+			return syscall.EEXIST
+		}
+		return d.Rename(oldName, newDir, newName)
+	case unix.RENAME_EXCHANGE:
+		return d.fs.w.Exchange(d.ino, oldName, nd.ino, newName)
+	}
+	return syscall.EINVAL
+}
+
+type rwLink struct{ rwBase }
+
+// FileType implements vfs.FileTyper.
+func (*rwLink) FileType() uint32 { return S_IFLNK }
+
+// Readlink implements vfs.Readlinker.
+func (l *rwLink) Readlink() (string, error) {
+	var s string
+	err := l.fs.w.View(func(v *Volume) error {
+		raw, err := l.fs.w.getInode(l.ino)
+		if err != nil {
+			return err
+		}
+		size := iSize(raw)
+		if iFlags(raw)&FlagExtents == 0 {
+			if size >= 60 {
+				return corrupt(l.ino, "bad fast symlink")
+			}
+			s = string(raw[0x28 : 0x28+size])
+			return nil
+		}
+		return nil
+	})
+	if err != nil || s != "" {
+		return s, err
+	}
+	buf := make([]byte, 4096)
+	n, err := l.fs.w.ReadAt(l.ino, buf, 0)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+type rwSpecial struct{ rwBase }
+
+type rwFile struct{ rwBase }
+
+// FileType implements vfs.FileTyper.
+func (*rwFile) FileType() uint32 { return S_IFREG }
+
+// Open implements vfs.Opener: the handle holds the inode, so an unlink
+// while it is open keeps the blocks until Release.
+func (f *rwFile) Open(flags int) (vfs.Handle, error) {
+	f.fs.w.Hold(f.ino)
+	return &rwHandle{fs: f.fs, ino: f.ino}, nil
+}
+
+// rwHandle is an open regular file of a read-write mount.
+type rwHandle struct {
+	fs  *rwFS
+	ino uint32
+}
+
+// Read implements vfs.Reader.
+func (h *rwHandle) Read(p []byte, off int64) (int, error) {
+	return h.fs.w.ReadAt(h.ino, p, off)
+}
+
+// Write implements vfs.Writer.
+func (h *rwHandle) Write(p []byte, off int64) (int, error) {
+	return h.fs.w.WriteAt(h.ino, p, off)
+}
+
+// WriteIter implements vfs.IterWriter: one WriteAt per segment, stopping
+// at a short one.
+func (h *rwHandle) WriteIter(src iov.Iter, off int64) (int, error) {
+	done := 0
+	for src.Len() > 0 {
+		seg := src.Segment()
+		n, err := h.fs.w.WriteAt(h.ino, seg, off+int64(done))
+		done += n
+		if err != nil || n < len(seg) {
+			if done > 0 {
+				return done, nil
+			}
+			return 0, err
+		}
+		src.Advance(n)
+	}
+	return done, nil
+}
+
+// Append implements vfs.Appender.
+func (h *rwHandle) Append(src iov.Iter) (int64, int, error) {
+	p := make([]byte, src.Len())
+	src.CopyIn(p)
+	return h.fs.w.Append(h.ino, p)
+}
+
+// Sync implements vfs.Syncer: it commits the running transaction (which
+// holds every change made so far, as ext4's fsync forces a commit) and
+// flushes the device.
+func (h *rwHandle) Sync() error { return h.fs.w.Sync() }
+
+// Datasync implements vfs.DataSyncer, as Sync.
+func (h *rwHandle) Datasync() error { return h.fs.w.Sync() }
+
+// Release implements vfs.Releaser.
+func (h *rwHandle) Release() error {
+	err := h.fs.w.Unhold(h.ino)
+	h.fs.forget(h.ino)
+	return err
+}

@@ -1,0 +1,182 @@
+package ext4
+
+// Open files on the Writer: unlinked files that are still open keep their
+// blocks until the last close, as Linux's orphan handling does in memory.
+// (There is no on-disk orphan list: a crash with such a file open leaks
+// its inode until e2fsck; see rw.go.) Also reads, attribute changes and
+// appends under the Writer's lock.
+
+import (
+	"syscall"
+	"time"
+)
+
+// Hold records an open of ino; Unhold the close. An inode whose last link
+// goes while it is held is freed by the last Unhold.
+func (w *Writer) Hold(ino uint32) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.held == nil {
+		w.held = map[uint32]int{}
+	}
+	w.held[ino]++
+}
+
+// Unhold ends a Hold, freeing an unlinked inode at the last one.
+func (w *Writer) Unhold(ino uint32) error {
+	w.mu.Lock()
+	defer w.unlock()
+	w.held[ino]--
+	if w.held[ino] > 0 {
+		return nil
+	}
+	delete(w.held, ino)
+	if !w.orphan[ino] {
+		return nil
+	}
+	if w.closed {
+		return syscall.EROFS
+	}
+	raw, err := w.getInode(ino) // while still an orphan: links count 0 is valid
+	delete(w.orphan, ino)
+	if err != nil {
+		return err
+	}
+	if err := w.releaseInode(ino, raw, false); err != nil {
+		return err
+	}
+	return w.writeSuper()
+}
+
+// isOpenUnlinked is the Volume's openUnlinked; called with mu held (all
+// reads of a writable volume are under mu).
+func (w *Writer) isOpenUnlinked(ino uint32) bool { return w.orphan[ino] }
+
+// View runs fn under the Writer's lock, so fn sees no change half made.
+func (w *Writer) View(fn func(v *Volume) error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return fn(w.v)
+}
+
+// ReadAt reads regular file ino at off with pread(2)'s semantics: 0, nil
+// at or past the end; holes read as zeros.
+func (w *Writer) ReadAt(ino uint32, p []byte, off int64) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	raw, err := w.getInode(ino)
+	if err != nil {
+		return 0, err
+	}
+	if iMode(raw)&S_IFMT == S_IFDIR {
+		return 0, syscall.EISDIR
+	}
+	if off < 0 {
+		return 0, syscall.EINVAL
+	}
+	size := int64(iSize(raw))
+	if off >= size || len(p) == 0 {
+		return 0, nil
+	}
+	p = p[:min(int64(len(p)), size-off)]
+	exts, _, err := w.loadExtents(ino, raw)
+	if err != nil {
+		return 0, err
+	}
+	v := w.v
+	bs := int64(v.bs)
+	done := 0
+	for done < len(p) {
+		pos := off + int64(done)
+		lblk := uint64(pos) >> v.bsBits
+		within := pos & (bs - 1)
+		phys, ok, next := lookupExt(exts, lblk)
+		if !ok {
+			// A hole runs to the next extent.
+			end := int64(len(p))
+			if next < len(exts) {
+				end = min(end, int64(exts[next].l)<<v.bsBits-off)
+			}
+			clear(p[done:end])
+			done = int(end)
+			continue
+		}
+		// The run of the extent holding lblk, in one device read.
+		e := exts[next-1]
+		runEnd := int64(uint64(e.l)+uint64(e.n))<<v.bsBits - off
+		n := int(min(int64(len(p)), runEnd) - int64(done))
+		if err := readFull(v.dev, p[done:done+n], int64(phys<<v.bsBits)+within); err != nil {
+			return done, err
+		}
+		done += n
+	}
+	return done, nil
+}
+
+// Append writes p at the end of regular file ino, atomically with other
+// writes, and returns where it landed.
+func (w *Writer) Append(ino uint32, p []byte) (int64, int, error) {
+	// The lock is dropped between reading the size and writing, so a
+	// concurrent append could interleave; appendMu serialises appends.
+	w.appendMu.Lock()
+	defer w.appendMu.Unlock()
+	w.mu.Lock()
+	raw, err := w.getInode(ino)
+	w.mu.Unlock()
+	if err != nil {
+		return 0, 0, err
+	}
+	off := int64(iSize(raw))
+	n, err := w.WriteAt(ino, p, off)
+	return off, n, err
+}
+
+// Attr is what Setattr changes: the fields whose Set bit is in Valid.
+type Attr struct {
+	Valid        uint32 // AttrMode|AttrUid|...
+	Mode         uint32 // permission bits
+	Uid, Gid     uint32
+	Atime, Mtime time.Time
+}
+
+// Attr.Valid bits.
+const (
+	AttrMode = 1 << iota
+	AttrUid
+	AttrGid
+	AttrAtime
+	AttrMtime
+)
+
+// Setattr changes ino's attributes and sets its ctime, as chmod, chown
+// and utimensat; a size change is Truncate's.
+func (w *Writer) Setattr(ino uint32, a Attr) error {
+	if err := w.lock(); err != nil {
+		return err
+	}
+	defer w.unlock()
+	raw, err := w.getInode(ino)
+	if err != nil {
+		return err
+	}
+	if a.Valid&AttrMode != 0 {
+		m := iMode(raw)&S_IFMT | a.Mode&07777
+		raw[0], raw[1] = byte(m), byte(m>>8)
+	}
+	if a.Valid&AttrUid != 0 {
+		raw[0x2], raw[0x3] = byte(a.Uid), byte(a.Uid>>8)
+		raw[0x78], raw[0x79] = byte(a.Uid>>16), byte(a.Uid>>24)
+	}
+	if a.Valid&AttrGid != 0 {
+		raw[0x18], raw[0x19] = byte(a.Gid), byte(a.Gid>>8)
+		raw[0x7A], raw[0x7B] = byte(a.Gid>>16), byte(a.Gid>>24)
+	}
+	if a.Valid&AttrAtime != 0 {
+		touch(raw, a.Atime, tAtime)
+	}
+	if a.Valid&AttrMtime != 0 {
+		touch(raw, a.Mtime, tMtime)
+	}
+	touch(raw, w.Now(), tCtime)
+	return w.putInode(ino, raw)
+}

@@ -1,0 +1,111 @@
+package fuse
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+
+	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/iovfs/iovfs/vfs"
+)
+
+// credKey is a set of credentials: fs uid and gid from the request
+// header, supplementary groups from /proc/PID/status.
+type credKey struct {
+	uid, gid uint32
+	groups   string // decimal ids, space separated, sorted
+}
+
+// credentials caches one Proc per set of credentials. Such a Proc holds
+// no locks of its own (POSIX locks are taken through the lock owner's
+// Proc, see lock.go) and its descriptors are the export's open files, so
+// sharing it among callers with the same credentials changes nothing they
+// can observe.
+type credentials struct {
+	base *vfs.Proc // root, umask 0: requests from the kernel itself
+	// mu protects procs.
+	mu    sync.Mutex
+	procs map[credKey]*vfs.Proc
+}
+
+func (c *credentials) init(base *vfs.Proc) {
+	c.base = base
+	c.procs = map[credKey]*vfs.Proc{}
+}
+
+// proc returns the Proc that serves a request from the caller in h.
+// Root callers and the kernel's own requests (pid 0) get the root Proc,
+// with root's full privileges, as a root process has on a local file
+// system.
+func (c *credentials) proc(h *gofuse.InHeader) (*vfs.Proc, error) {
+	if h.Uid == 0 || h.Pid == 0 {
+		return c.base, nil
+	}
+	k := credKey{uid: h.Uid, gid: h.Gid, groups: groupsOf(h.Pid)}
+	c.mu.Lock()
+	p := c.procs[k]
+	c.mu.Unlock()
+	if p != nil {
+		return p, nil
+	}
+	p, err := c.base.Fork()
+	if err != nil {
+		return nil, err
+	}
+	var gids []int
+	for _, f := range bytes.Fields([]byte(k.groups)) {
+		g, _ := strconv.Atoi(string(f))
+		gids = append(gids, g)
+	}
+	if err := p.Setgroups(gids); err != nil {
+		return nil, err
+	}
+	if err := p.Setresgid(int(k.gid), int(k.gid), int(k.gid)); err != nil {
+		return nil, err
+	}
+	if err := p.Setresuid(int(k.uid), int(k.uid), int(k.uid)); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if q := c.procs[k]; q != nil {
+		p = q
+	} else {
+		c.procs[k] = p
+	}
+	c.mu.Unlock()
+	return p, nil
+}
+
+// groupsOf returns the supplementary groups of host process pid, sorted,
+// as credKey.groups; "" if the process is gone.
+func groupsOf(pid uint32) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return ""
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		rest, ok := bytes.CutPrefix(line, []byte("Groups:"))
+		if !ok {
+			continue
+		}
+		var ids []int
+		for _, f := range bytes.Fields(rest) {
+			if g, err := strconv.Atoi(string(f)); err == nil {
+				ids = append(ids, g)
+			}
+		}
+		slices.Sort(ids)
+		var out []byte
+		for i, g := range ids {
+			if i > 0 {
+				out = append(out, ' ')
+			}
+			out = strconv.AppendInt(out, int64(g), 10)
+		}
+		return string(out)
+	}
+	return ""
+}
