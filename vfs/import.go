@@ -209,6 +209,20 @@ func (h *hostFile) Llseek(_, off int64, whence int) (int64, error) {
 	return unix.Seek(h.fd, off, whence)
 }
 
+// SetFlags implements FlagSetter: fcntl(F_SETFL) on the host descriptor,
+// whose open file description the import shares, so O_APPEND and
+// O_NONBLOCK act on the host's own reads and writes (and on the host
+// descriptors that share it, as after dup(2)). O_ASYNC is not passed on:
+// iovfs has no signals to deliver.
+func (h *hostFile) SetFlags(flags int) error {
+	if !h.acquire() {
+		return errEBADF
+	}
+	defer h.mu.RUnlock()
+	_, err := unix.FcntlInt(uintptr(h.fd), unix.F_SETFL, flags&^unix.O_ASYNC)
+	return err
+}
+
 func (h *hostFile) Sync() error {
 	if !h.acquire() {
 		return errEBADF

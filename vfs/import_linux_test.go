@@ -285,3 +285,76 @@ func BenchmarkImportedRead(b *testing.B) {
 		}
 	})
 }
+
+// TestImportSetflShared: F_SETFL on an imported descriptor changes the
+// host open file description, as on a dup(2): the host dup sees O_APPEND
+// in F_GETFL, and writes through either append. The same steps run on two
+// host dups of an equal file.
+func TestImportSetflShared(t *testing.T) {
+	p, err := iovfs.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	open := func(name string) int {
+		os.WriteFile(filepath.Join(dir, name), []byte("0123456789"), 0o600)
+		fd, err := unix.Open(filepath.Join(dir, name), unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(fd) })
+		return fd
+	}
+	a, b := open("a"), open("b")
+	ad, err := unix.Dup(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(ad), "a")
+	defer f.Close()
+	vfd, err := p.ImportFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bd, err := unix.Dup(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(bd)
+	got := [2]posOps{iovfsPosOps(p, vfd), hostPosOps(a)}
+	want := [2]posOps{hostPosOps(bd), hostPosOps(b)}
+	steps := []func(o posOps, side int) string{
+		func(o posOps, _ int) string { n, err := o.write([]byte("ab")); return fmt.Sprint("write ", n, err) },
+		func(o posOps, side int) string { p, err := o.seek(0, unix.SEEK_CUR); return fmt.Sprint("pos ", p, err) },
+	}
+	setfl := func(fd int, iov bool, fl int) error {
+		if iov {
+			_, err := p.Fcntl(fd, unix.F_SETFL, fl)
+			return err
+		}
+		_, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl)
+		return err
+	}
+	getfl := func(fd int) int { fl, _ := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); return fl &^ unix.O_LARGEFILE }
+	for i, fl := range []int{unix.O_APPEND, 0, unix.O_APPEND | unix.O_NONBLOCK} {
+		ge, we := setfl(vfd, true, fl), setfl(bd, false, fl)
+		if ge != we {
+			t.Fatalf("F_SETFL %#o: iovfs %v, host %v", fl, ge, we)
+		}
+		if g, w := getfl(a), getfl(b); g != w {
+			t.Errorf("round %d: F_GETFL of the other host descriptor %#o, want %#o", i, g, w)
+		}
+		for side := range 2 {
+			for _, s := range steps {
+				if g, w := s(got[side], side), s(want[side], side); g != w {
+					t.Errorf("round %d side %d: iovfs %s, host %s", i, side, g, w)
+				}
+			}
+		}
+	}
+	ga, _ := os.ReadFile(filepath.Join(dir, "a"))
+	wb, _ := os.ReadFile(filepath.Join(dir, "b"))
+	if string(ga) != string(wb) {
+		t.Errorf("contents: iovfs side %q, host %q", ga, wb)
+	}
+}
