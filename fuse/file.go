@@ -140,6 +140,9 @@ func (r *rawFS) Read(cancel <-chan struct{}, in *gofuse.ReadIn, buf []byte) (gof
 	if int(in.Size) < len(buf) {
 		buf = buf[:in.Size]
 	}
+	if rr, ok := r.readDirect(h, buf, int64(in.Offset)); ok {
+		return rr, gofuse.OK
+	}
 	n, err := h.p.Pread(h.fd, buf, int64(in.Offset))
 	if err == syscall.ESPIPE {
 		n, err = h.p.Read(h.fd, buf)
