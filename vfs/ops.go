@@ -463,3 +463,14 @@ type FileTyper interface {
 type DirectReader interface {
 	ReadDirect(off int64, n int) ([]byte, error)
 }
+
+// HostFiler is a handle that is an open file of the host kernel (a
+// hostfs regular file). HostFile calls fn with the host descriptor and
+// returns what fn returns; the descriptor stays open for the call, and
+// only for it, and after Release HostFile returns EBADF without calling
+// fn. fn must not close the descriptor or change its file status flags
+// or offset; it may pass it to the kernel to take its own reference (the
+// FUSE export registers it as a passthrough backing file).
+type HostFiler interface {
+	HostFile(fn func(fd int) error) error
+}
