@@ -117,6 +117,11 @@ func kernelTmpfs(env *daxEnv) (string, func() error, error) {
 	}
 	cl := func() error {
 		err := unix.Unmount(dir, 0)
+		if err != nil {
+			// Busy (a hostfs export's descriptors wait for the garbage
+			// collector): detach, so no mount outlives the run.
+			err = unix.Unmount(dir, unix.MNT_DETACH)
+		}
 		os.Remove(dir)
 		return err
 	}
