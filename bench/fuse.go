@@ -9,10 +9,13 @@ package bench
 // the kernel variants read through the page cache, which is what they are.
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
@@ -43,6 +46,8 @@ var fuseExperiment = &Experiment{
 		{Name: "iovfs-tmpfs", Doc: "pread(2), O_DIRECT, through an iovfs FUSE export of a tmpfs holding the file", Setup: fuseIovfsTmpfs},
 		{Name: "iovfs-ext4-dax", Doc: "pread(2), O_DIRECT, through an iovfs FUSE export of the image mounted ext4 -o dax", Setup: fuseIovfsExt4(unix.O_DIRECT)},
 		{Name: "iovfs-ext4-dax-cached", Doc: "the same without O_DIRECT: after the warm-up round the reads come from the FUSE mount's page cache, what a program re-reading the file sees", Setup: fuseIovfsExt4(0)},
+		{Name: "iovfs-hostfs", Doc: "pread(2), O_DIRECT, through an iovfs FUSE export of a hostfs mount of the kernel tmpfs: with FUSE passthrough, as loopback, so the kernel reads the host file itself once iovfs has served the OPEN", Setup: fuseIovfsHostfs(false)},
+		{Name: "iovfs-hostfs-nopt", Doc: "the same with passthrough off (fuse.Options.NoPassthrough): every read is a READ served by iovfs's hostfs (one host pread)", Setup: fuseIovfsHostfs(true)},
 		{Name: "loopback", Doc: "pread(2), O_DIRECT, through go-fuse's loopback file system over the kernel tmpfs, as it ships: with FUSE passthrough where the kernel has it, the kernel then reads the backing file itself", Setup: fuseLoopback(false)},
 		{Name: "loopback-nopt", Doc: "the same with passthrough disabled (CAP_PASSTHROUGH off): every read is a READ request served by go-fuse", Setup: fuseLoopback(true)},
 	},
@@ -112,6 +117,11 @@ func kernelTmpfs(env *daxEnv) (string, func() error, error) {
 	}
 	cl := func() error {
 		err := unix.Unmount(dir, 0)
+		if err != nil {
+			// Busy (a hostfs export's descriptors wait for the garbage
+			// collector): detach, so no mount outlives the run.
+			err = unix.Unmount(dir, unix.MNT_DETACH)
+		}
 		os.Remove(dir)
 		return err
 	}
@@ -154,20 +164,78 @@ func fuseKernelExt4(prm Params, e any) (Op, error) {
 // exportOp exports root of p on a fresh directory and preads file there,
 // opened with flags.
 func exportOp(env *daxEnv, prm Params, p *vfs.Proc, root string, flags int) (Op, error) {
+	return exportOpts(env, prm, p, root, flags, fuse.Options{}, nil)
+}
+
+// exportOpts is exportOp with export options and a clean-up run after
+// the unmount.
+func exportOpts(env *daxEnv, prm Params, p *vfs.Proc, root string, flags int, o fuse.Options, after func() error) (Op, error) {
 	mnt, err := os.MkdirTemp("", "iovfs-bench-fuse-mnt-")
 	if err != nil {
+		if after != nil {
+			after()
+		}
 		return Op{}, err
 	}
-	s, err := fuse.Mount(p, root, mnt, fuse.Options{})
+	s, err := fuse.Mount(p, root, mnt, o)
 	if err != nil {
 		os.Remove(mnt)
+		if after != nil {
+			after()
+		}
 		return Op{}, err
 	}
 	return hostPreads(env, prm, filepath.Join(mnt, "file"), flags, func() error {
 		err := s.Unmount()
 		os.Remove(mnt)
+		if after != nil {
+			if err2 := after(); err == nil {
+				err = err2
+			}
+		}
 		return err
 	})
+}
+
+func fuseIovfsHostfs(noPassthrough bool) func(Params, any) (Op, error) {
+	return func(prm Params, e any) (Op, error) {
+		env, err := fuseEnv(e)
+		if err != nil {
+			return Op{}, err
+		}
+		dir, cl, err := kernelTmpfs(env)
+		if err != nil {
+			return Op{}, err
+		}
+		p, err := iovfs.New()
+		if err == nil {
+			err = p.Mount(dir, "/mnt", "hostfs", 0, "")
+		}
+		if err != nil {
+			cl()
+			return Op{}, err
+		}
+		return exportOpts(env, prm, p, "/mnt", unix.O_DIRECT, fuse.Options{NoPassthrough: noPassthrough}, func() error {
+			if err := p.Unmount("/mnt", 0); err != nil {
+				cl()
+				return fmt.Errorf("iovfs unmount of hostfs: %w", err)
+			}
+			// hostfs closes its host O_PATH descriptors when the
+			// garbage collector drops its inodes, so the kernel
+			// tmpfs is busy until then.
+			for range 10 {
+				runtime.GC()
+				time.Sleep(10 * time.Millisecond)
+				if unix.Unmount(dir, 0) == nil {
+					break
+				}
+			}
+			if err := cl(); err != nil && !errors.Is(err, unix.EINVAL) {
+				return fmt.Errorf("kernel tmpfs unmount: %w", err)
+			}
+			return nil
+		})
+	}
 }
 
 func fuseIovfsTmpfs(prm Params, e any) (Op, error) {

@@ -21,6 +21,9 @@ type handle struct {
 	// node is the node the handle is open on; set once by openOn,
 	// under Server.mu.
 	node *node
+	// backing says the handle holds a reference to node.backingID
+	// (passthrough.go); under Server.bmu.
+	backing bool
 }
 
 // dirState resumes a listing at the kernel's offset.
@@ -105,6 +108,7 @@ func (r *rawFS) Open(cancel <-chan struct{}, in *gofuse.OpenIn, out *gofuse.Open
 	r.s.openOut(in.NodeId, p, fd, out)
 	h := &handle{p: p, fd: fd}
 	r.s.openOn(in.NodeId, h)
+	r.s.passthrough(h, out)
 	out.Fh = r.s.addHandle(h)
 	return gofuse.OK
 }
@@ -128,6 +132,7 @@ func (r *rawFS) Create(cancel <-chan struct{}, in *gofuse.CreateIn, name string,
 	r.s.openOut(out.NodeId, p, fd, &out.OpenOut)
 	h := &handle{p: p, fd: fd}
 	r.s.openOn(out.NodeId, h)
+	r.s.passthrough(h, &out.OpenOut)
 	out.Fh = r.s.addHandle(h)
 	return gofuse.OK
 }
@@ -139,6 +144,9 @@ func (r *rawFS) Read(cancel <-chan struct{}, in *gofuse.ReadIn, buf []byte) (gof
 	}
 	if int(in.Size) < len(buf) {
 		buf = buf[:in.Size]
+	}
+	if rr, ok := r.readDirect(h, buf, int64(in.Offset)); ok {
+		return rr, gofuse.OK
 	}
 	n, err := h.p.Pread(h.fd, buf, int64(in.Offset))
 	if err == syscall.ESPIPE {
@@ -193,6 +201,7 @@ func (r *rawFS) Release(cancel <-chan struct{}, in *gofuse.ReleaseIn) {
 	r.s.locks.dropFile(in.Fh)
 	if h != nil {
 		r.s.closedOn(h)
+		r.s.dropBacking(h)
 		h.p.Close(h.fd) // drops flock locks with the open file
 	}
 }

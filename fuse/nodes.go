@@ -29,6 +29,12 @@ type node struct {
 	detached bool
 	open     map[*handle]struct{} // handles open on the node
 	cache    cacheKey             // the file's state at its last open
+
+	// backingID is the kernel's passthrough backing file of the node,
+	// 0 if none, shared by backingRefs open handles (passthrough.go).
+	// Protected by Server.bmu.
+	backingID   int32
+	backingRefs int
 }
 
 // cacheKey is what tells a regular file's content unchanged between two

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
@@ -59,6 +60,14 @@ type Options struct {
 	// opening one opens the host's device with that number, never
 	// iovfs's; a devfs export wants this set.
 	DevicesAsFiles bool
+	// NoPassthrough turns FUSE passthrough off. Without it, a regular
+	// file of a host file system (hostfs) is opened with passthrough
+	// where the kernel offers it (Linux 6.9+) and the server may
+	// register backing files (root): the kernel then reads and writes
+	// the host file itself, without READ and WRITE requests; iovfs
+	// still decides the open, with the caller's credentials. Files of
+	// other file systems have no host file and are always served.
+	NoPassthrough bool
 }
 
 // Server is a running export.
@@ -85,6 +94,14 @@ type Server struct {
 
 	creds credentials
 	locks lockOwners
+
+	// noPassthrough is set by Options.NoPassthrough, or once the kernel
+	// refuses to register a backing file (not root, no passthrough).
+	noPassthrough atomic.Bool
+	// bmu protects every node's backingID and backingRefs and every
+	// handle's backing field (passthrough.go). It is taken alone, and
+	// held across the registration ioctl.
+	bmu sync.Mutex
 
 	closeOnce sync.Once
 	closeErr  error
@@ -131,6 +148,7 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		handles:  map[uint64]*handle{},
 		nextFh:   1,
 	}
+	s.noPassthrough.Store(opts.NoPassthrough)
 	s.creds.init(base)
 	s.locks.init(base)
 	rn := &node{id: gofuse.FUSE_ROOT_ID, key: nodeKey{st.Dev, st.Ino}, lookups: 1}

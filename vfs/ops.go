@@ -457,3 +457,39 @@ type Revalidator interface {
 type FileTyper interface {
 	FileType() uint32
 }
+
+// DirectReader is a handle whose file data lives in memory the process
+// can address: a regular file on a file system mounted with dax over a
+// device with direct access (block.DirectAccessor). It lets a caller that
+// only passes the bytes on (the FUSE export's READ) hand them over
+// without copying them first.
+//
+// ReadDirect(off, n) returns a view b of the file's bytes [off,
+// off+len(b)), the device's own memory, not a copy: 0 <= len(b) <= n,
+// len(b) == cap(b). It applies pread's end-of-file rule, so len(b) is 0
+// at or past the end of the file; otherwise len(b) is short of the bytes
+// pread would return only where the data stops being contiguous in the
+// device (an extent ends), and the caller reads on from off+len(b). A
+// negative off gives EINVAL. Where the data at off is not in device
+// memory at all (a hole or unwritten extent, which read as zeros, inline
+// data, a mount without dax) it returns EOPNOTSUPP, and the caller uses
+// Read. The caller must not write into b. b stays valid while the file
+// system holds its device, that is at least while the handle is open;
+// its bytes are the file's current ones, so a concurrent write may show
+// through, as it may in a read. Reading b may fault if the memory is a
+// host file that another process truncates: pass it to the kernel (a
+// write(2) from it fails with EFAULT) or copy it with block.Copy.
+type DirectReader interface {
+	ReadDirect(off int64, n int) ([]byte, error)
+}
+
+// HostFiler is a handle that is an open file of the host kernel (a
+// hostfs regular file). HostFile calls fn with the host descriptor and
+// returns what fn returns; the descriptor stays open for the call, and
+// only for it, and after Release HostFile returns EBADF without calling
+// fn. fn must not close the descriptor or change its file status flags
+// or offset; it may pass it to the kernel to take its own reference (the
+// FUSE export registers it as a passthrough backing file).
+type HostFiler interface {
+	HostFile(fn func(fd int) error) error
+}
