@@ -35,8 +35,9 @@ const validResolve = unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS | unix.RE
 //     name not cached there (never looked up, evicted, invalidated by a
 //     change, or on a file system whose directories are not cached) gives
 //     EAGAIN, and the caller retries without the flag, which caches it.
-//     "." and ".." need no cache. With O_CREAT, O_TRUNC or O_TMPFILE it
-//     gives EAGAIN before any lookup, as in Linux.
+//     "." and ".." need no cache. A cached negative answer gives ENOENT
+//     (Linux's tmpfs keeps none, so there it is EAGAIN). With O_CREAT,
+//     O_TRUNC or O_TMPFILE it gives EAGAIN before any lookup, as in Linux.
 //
 // Under RESOLVE_BENEATH or RESOLVE_IN_ROOT a ".." that runs after a rename
 // or mount change in the namespace since the call began gives EAGAIN,
