@@ -136,82 +136,51 @@ func idArg(id int) (uint32, bool, error) {
 // effective and saved uids, or gets EPERM and nothing changes. The fsuid
 // follows the new euid. Leaving euid 0 drops every capability.
 func (p *Proc) Setresuid(ruid, euid, suid int) error {
-	r, setR, err := idArg(ruid)
-	if err != nil {
-		return err
-	}
-	e, setE, err := idArg(euid)
-	if err != nil {
-		return err
-	}
-	s, setS, err := idArg(suid)
-	if err != nil {
-		return err
-	}
-	for {
-		old := p.cred.Load()
-		if !old.capable() {
-			ok := func(set bool, id uint32) bool {
-				return !set || id == old.ruid || id == old.euid || id == old.suid
-			}
-			if !ok(setR, r) || !ok(setE, e) || !ok(setS, s) {
-				return unix.EPERM
-			}
-		}
-		c := *old
-		if setR {
-			c.ruid = r
-		}
-		if setE {
-			c.euid = e
-		}
-		if setS {
-			c.suid = s
-		}
-		c.fsuid = c.euid
-		if p.cred.CompareAndSwap(old, &c) {
-			return nil
-		}
-	}
+	return p.setres(ruid, euid, suid, func(c *creds) (r, e, s, fs *uint32) {
+		return &c.ruid, &c.euid, &c.suid, &c.fsuid
+	})
 }
 
 // Setresgid sets the real, effective and saved group ids, as setresgid(2)
 // does, with Setresuid's rules (CAP_SETGID is euid 0). The fsgid follows
 // the new egid.
 func (p *Proc) Setresgid(rgid, egid, sgid int) error {
-	r, setR, err := idArg(rgid)
-	if err != nil {
-		return err
-	}
-	e, setE, err := idArg(egid)
-	if err != nil {
-		return err
-	}
-	s, setS, err := idArg(sgid)
-	if err != nil {
-		return err
+	return p.setres(rgid, egid, sgid, func(c *creds) (r, e, s, fs *uint32) {
+		return &c.rgid, &c.egid, &c.sgid, &c.fsgid
+	})
+}
+
+// setres is setresuid and setresgid: ids picks the real, effective, saved
+// and file-system id of one kind out of a creds value. The new creds
+// replace the old ones whole, with a compare-and-swap.
+func (p *Proc) setres(real, eff, saved int, ids func(*creds) (r, e, s, fs *uint32)) error {
+	var want [3]uint32
+	var set [3]bool
+	for i, id := range [3]int{real, eff, saved} {
+		v, ok, err := idArg(id)
+		if err != nil {
+			return err
+		}
+		want[i], set[i] = v, ok
 	}
 	for {
 		old := p.cred.Load()
+		or, oe, os, _ := ids(old)
 		if !old.capable() {
-			ok := func(set bool, id uint32) bool {
-				return !set || id == old.rgid || id == old.egid || id == old.sgid
-			}
-			if !ok(setR, r) || !ok(setE, e) || !ok(setS, s) {
-				return unix.EPERM
+			for i := range want {
+				if set[i] && want[i] != *or && want[i] != *oe && want[i] != *os {
+					return unix.EPERM
+				}
 			}
 		}
 		c := *old
-		if setR {
-			c.rgid = r
+		r, e, s, fs := ids(&c)
+		for i, dst := range [3]*uint32{r, e, s} {
+			if set[i] {
+				*dst = want[i]
+			}
 		}
-		if setE {
-			c.egid = e
-		}
-		if setS {
-			c.sgid = s
-		}
-		c.fsgid = c.egid
+		*fs = *e
 		if p.cred.CompareAndSwap(old, &c) {
 			return nil
 		}
