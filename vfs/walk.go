@@ -177,11 +177,19 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 		if err != nil {
 			return location{}, "", false, err
 		}
-		st, err := next.node.Stat()
-		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		// The directory test, and the attributes the next search check
+		// needs, without a full Stat: a PermAttrer or FileTyper answers
+		// from atomics, where Stat may take the inode's lock and convert
+		// three times.
+		if check {
+			mode, uid, gid, err := nodeAttrs(next.node)
+			if err != nil || mode&unix.S_IFMT != unix.S_IFDIR {
+				return location{}, "", false, errENOTDIR
+			}
+			dmode, duid, dgid, known = mode, uid, gid, true
+		} else if !isDir(next.node) {
 			return location{}, "", false, errENOTDIR
 		}
-		dmode, duid, dgid, known = st.Mode, st.Uid, st.Gid, true
 		cur, rest = next, rest[i:]
 	}
 }
