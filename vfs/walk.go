@@ -145,7 +145,7 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 	// directory has shown them: the search check then costs a compare.
 	var dmode, duid, dgid uint32
 	known := false
-	stepped := false // cur is the result of a step, tested to be a directory
+	stepped := false                              // cur is the result of a step, tested to be a directory
 	check := w.cred != nil && !w.cred.fsCapable() // CAP_DAC_OVERRIDE searches anything
 	for {
 		for len(rest) > 0 && rest[0] == '/' {
