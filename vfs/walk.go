@@ -160,8 +160,12 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 					return location{}, "", false, err
 				}
 			}
-			if err := w.cred.generic(dmode, duid, dgid, MayExec); err != nil {
-				return location{}, "", false, err
+			// With every x bit set, whichever class generic_permission
+			// picks grants the search: skip the call (most directories).
+			if dmode&0o111 != 0o111 {
+				if err := w.cred.generic(dmode, duid, dgid, MayExec); err != nil {
+					return location{}, "", false, err
+				}
 			}
 		}
 		i := indexSlash(rest)
@@ -176,7 +180,7 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 			}
 			return cur, rest, trailing, nil
 		}
-		next, err := w.step(cur, rest[:i], true)
+		next, e, err := w.stepKind(cur, rest[:i], true)
 		if err != nil {
 			return location{}, "", false, err
 		}
@@ -185,12 +189,17 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 		// from atomics, where Stat may take the inode's lock and convert
 		// three times.
 		if check {
-			mode, uid, gid, err := nodeAttrs(next.node)
-			if err != nil || mode&unix.S_IFMT != unix.S_IFDIR {
+			var mode, uid, gid uint32
+			if e != nil && e.perm != nil {
+				mode, uid, gid = e.perm.PermAttrs()
+			} else if mode, uid, gid, err = nodeAttrs(next.node); err != nil {
+				return location{}, "", false, errENOTDIR
+			}
+			if mode&unix.S_IFMT != unix.S_IFDIR {
 				return location{}, "", false, errENOTDIR
 			}
 			dmode, duid, dgid, known = mode, uid, gid, true
-		} else if !isDir(next.node) {
+		} else if e != nil && e.kind&kindDir == 0 || e == nil && !isDir(next.node) {
 			return location{}, "", false, errENOTDIR
 		}
 		cur, rest, stepped = next, rest[i:], true
@@ -218,34 +227,46 @@ func indexSlash(s string) int {
 // step resolves one component name in directory cur, following a symlink
 // there if follow is set.
 func (w *walker) step(cur location, name string, follow bool) (location, error) {
+	loc, _, err := w.stepKind(cur, name, follow)
+	return loc, err
+}
+
+// stepKind is step, and also returns the dentry that describes the
+// result (its kind and perm), or nil.
+func (w *walker) stepKind(cur location, name string, follow bool) (location, *dentry, error) {
 	switch name {
 	case "", ".":
-		return cur, mustDir(cur.node)
+		return cur, nil, mustDir(cur.node)
 	case "..":
 		if err := mustDir(cur.node); err != nil {
-			return location{}, err
+			return location{}, nil, err
 		}
-		return w.dotdot(cur)
+		loc, err := w.dotdot(cur)
+		return loc, nil, err
 	}
 	if len(name) > maxName {
-		return location{}, syscall.ENAMETOOLONG
+		return location{}, nil, syscall.ENAMETOOLONG
 	}
 	dir, ok := cur.node.(Lookuper)
 	if !ok {
-		return location{}, errENOTDIR
+		return location{}, nil, errENOTDIR
 	}
-	child, err := w.ns.dcache.lookup(cur.node, dir, name, cur.mnt.fs) // dcache.go
+	child, e, err := w.ns.dcache.lookup(cur.node, dir, name, cur.mnt.fs) // dcache.go
 	if err != nil {
-		return location{}, err
+		return location{}, nil, err
 	}
 	next := w.ns.crossMounts(location{cur.mnt, child})
-	if next.mnt != cur.mnt && w.rflags&unix.RESOLVE_NO_XDEV != 0 {
-		return location{}, unix.EXDEV
+	if next.mnt != cur.mnt {
+		if w.rflags&unix.RESOLVE_NO_XDEV != 0 {
+			return location{}, nil, unix.EXDEV
+		}
+		e = nil // it described the covered node, not the mount's root
 	}
-	if !follow {
-		return next, nil
+	if !follow || e != nil && e.kind&kindLink == 0 {
+		return next, e, nil
 	}
-	return w.follow(cur, next)
+	loc, err := w.follow(cur, next)
+	return loc, nil, err // a symlink's target, or a node not described
 }
 
 // follow resolves next if it is a symlink, relative to dir, the directory
