@@ -2,12 +2,14 @@ package vfs
 
 // The dentry cache (Linux fs/dcache.c): what a directory's Lookup answered
 // for a name, positive (the child Node) or negative (ENOENT), so a walk
-// over names it has seen calls no file system code. It caches Lookup and
-// nothing else: the walk still applies its own checks to every node it
-// reaches (the directory test, permission checks, symlinks, and mounts,
-// which it looks up in the mount table on every step), so a cached walk
-// sees the same mounts and makes the same permission decisions as an
-// uncached one. ".." is never cached (parentOf asks the file system).
+// over names it has seen calls no file system code. It caches Lookup, and
+// of the child only what cannot change while the node exists (whether it
+// is a directory, whether a symlink, its PermAttrer: a node's file type is
+// fixed). The walk still applies its own checks to every node it reaches
+// (permission checks on attributes read live, symlinks, and mounts, which
+// it looks up in the mount table on every step), so a cached walk sees
+// the same mounts and makes the same permission decisions as an uncached
+// one. ".." is never cached (parentOf asks the file system).
 //
 // Structure. A fixed array of hash buckets, each a singly linked chain of
 // dentries published with atomic pointers; the key is (directory Node,
