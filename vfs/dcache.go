@@ -2,12 +2,14 @@ package vfs
 
 // The dentry cache (Linux fs/dcache.c): what a directory's Lookup answered
 // for a name, positive (the child Node) or negative (ENOENT), so a walk
-// over names it has seen calls no file system code. It caches Lookup and
-// nothing else: the walk still applies its own checks to every node it
-// reaches (the directory test, permission checks, symlinks, and mounts,
-// which it looks up in the mount table on every step), so a cached walk
-// sees the same mounts and makes the same permission decisions as an
-// uncached one. ".." is never cached (parentOf asks the file system).
+// over names it has seen calls no file system code. It caches Lookup, and
+// of the child only what cannot change while the node exists (whether it
+// is a directory, whether a symlink, its PermAttrer: a node's file type is
+// fixed). The walk still applies its own checks to every node it reaches
+// (permission checks on attributes read live, symlinks, and mounts, which
+// it looks up in the mount table on every step), so a cached walk sees
+// the same mounts and makes the same permission decisions as an uncached
+// one. ".." is never cached (parentOf asks the file system).
 //
 // Structure. A fixed array of hash buckets, each a singly linked chain of
 // dentries published with atomic pointers; the key is (directory Node,
@@ -132,7 +134,9 @@ type dentry struct {
 	name  string            // the name, if it does not
 
 	dir   Node
-	child Node // nil for a negative dentry
+	child Node       // nil for a negative dentry
+	kind  nodeKind   // child's, which never changes (an inode's type is fixed)
+	perm  PermAttrer // child's, if it has one: the search check's attributes
 	fs    FileSystem
 	reval Revalidator // dir's, if it has one
 	ref   atomic.Bool
@@ -289,11 +293,40 @@ func (c *dcache) stripe(w uintptr) *dcStripe {
 	return &c.stripes[mix(w)>>56]
 }
 
+// nodeKind is what the walk asks of every node it reaches, kept in the
+// dentry so that a cached step needs no type assertion: kindKnown, and
+// whether the node is a directory and whether a symlink (Readlinker).
+type nodeKind uint8
+
+const (
+	kindKnown nodeKind = 1 << iota
+	kindDir
+	kindLink
+)
+
+// kindOf computes n's nodeKind.
+func kindOf(n Node) nodeKind {
+	if n == nil {
+		return 0
+	}
+	k := kindKnown
+	if isDir(n) {
+		k |= kindDir
+	}
+	if _, ok := n.(Readlinker); ok {
+		k |= kindLink
+	}
+	return k
+}
+
 // lookup is dir.Lookup(name) through the cache; node is dir as a Node
-// and fs the file system it belongs to.
-func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (Node, error) {
+// and fs the file system it belongs to. e is the dentry of the answer
+// (its kind and perm describe child), nil when there is none; the caller
+// must not change it.
+func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (child Node, e *dentry, err error) {
 	if c.off {
-		return dir.Lookup(name)
+		child, err = dir.Lookup(name)
+		return child, nil, err
 	}
 	h, w := c.hash(node, name)
 	st := c.stripe(w)
@@ -308,12 +341,12 @@ func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (No
 					if c.stats {
 						c.shards[h&c.mask%dcShards].negHits.Add(1)
 					}
-					return nil, errENOENT
+					return nil, nil, errENOENT
 				}
 				if c.stats {
 					c.shards[h&c.mask%dcShards].hits.Add(1)
 				}
-				return e.child, nil
+				return e.child, e, nil
 			}
 			c.remove(&c.shards[h&c.mask%dcShards], &c.buckets[h&c.mask], e)
 		}
@@ -338,21 +371,25 @@ func (c *dcache) find(h uint64, node Node, name string) *dentry {
 // miss asks the file system and caches its answer.
 //
 //go:noinline
-func (c *dcache) miss(node Node, dir Lookuper, name string, fs FileSystem, h uint64, st *dcStripe, gen uint64) (Node, error) {
+func (c *dcache) miss(node Node, dir Lookuper, name string, fs FileSystem, h uint64, st *dcStripe, gen uint64) (Node, *dentry, error) {
 	s := &c.shards[h&c.mask%dcShards]
 	s.misses.Add(1)
 	child, err := dir.Lookup(name)
 	if err != nil && err != errENOENT {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, ok := dirWord(node); !ok {
-		return child, err
+		return child, nil, err
 	}
-	e := &dentry{hash: h, dirw: ifaceWords(node), dir: node, child: child, fs: fs}
+	e := &dentry{hash: h, dirw: ifaceWords(node), dir: node, child: child, fs: fs, kind: kindOf(child)}
+	e.perm, _ = child.(PermAttrer)
 	e.setName(name)
 	e.reval, _ = node.(Revalidator)
 	c.insert(s, &c.buckets[h&c.mask], st, gen, e)
-	return child, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return child, e, nil
 }
 
 // insert adds e unless its stripe changed since gen or a dentry for the

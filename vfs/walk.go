@@ -145,6 +145,7 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 	// directory has shown them: the search check then costs a compare.
 	var dmode, duid, dgid uint32
 	known := false
+	stepped := false                              // cur is the result of a step, tested to be a directory
 	check := w.cred != nil && !w.cred.fsCapable() // CAP_DAC_OVERRIDE searches anything
 	for {
 		for len(rest) > 0 && rest[0] == '/' {
@@ -159,75 +160,130 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 					return location{}, "", false, err
 				}
 			}
-			if err := w.cred.generic(dmode, duid, dgid, MayExec); err != nil {
-				return location{}, "", false, err
+			// With every x bit set, whichever class generic_permission
+			// picks grants the search: skip the call (most directories).
+			if dmode&0o111 != 0o111 {
+				if err := w.cred.generic(dmode, duid, dgid, MayExec); err != nil {
+					return location{}, "", false, err
+				}
 			}
 		}
-		i := strings.IndexByte(rest, '/')
+		i := indexSlash(rest)
 		if i < 0 {
 			if len(rest) > maxName {
 				return location{}, "", false, syscall.ENAMETOOLONG
 			}
-			if err := mustDir(cur.node); err != nil {
-				return location{}, "", false, err
+			if !stepped { // a step's result was tested below
+				if err := mustDir(cur.node); err != nil {
+					return location{}, "", false, err
+				}
 			}
 			return cur, rest, trailing, nil
 		}
-		next, err := w.step(cur, rest[:i], true)
+		next, e, err := w.stepKind(cur, rest[:i], true)
 		if err != nil {
 			return location{}, "", false, err
 		}
-		st, err := next.node.Stat()
-		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			if w.rflags&resolveCached != 0 {
-				// Linux leaves RCU-walk to report ENOTDIR, which
-				// LOOKUP_CACHED forbids.
-				return location{}, "", false, unix.EAGAIN
+		// The directory test, and the attributes the next search check
+		// needs, without a full Stat: a PermAttrer or FileTyper answers
+		// from atomics, where Stat may take the inode's lock and convert
+		// three times.
+		if check {
+			var mode, uid, gid uint32
+			if e != nil && e.perm != nil {
+				mode, uid, gid = e.perm.PermAttrs()
+			} else if mode, uid, gid, err = nodeAttrs(next.node); err != nil {
+				return location{}, "", false, w.notDir()
 			}
-			return location{}, "", false, errENOTDIR
+			if mode&unix.S_IFMT != unix.S_IFDIR {
+				return location{}, "", false, w.notDir()
+			}
+			dmode, duid, dgid, known = mode, uid, gid, true
+		} else if e != nil && e.kind&kindDir == 0 || e == nil && !isDir(next.node) {
+			return location{}, "", false, w.notDir()
 		}
-		dmode, duid, dgid, known = st.Mode, st.Uid, st.Gid, true
-		cur, rest = next, rest[i:]
+		cur, rest, stepped = next, rest[i:], true
 	}
+}
+
+// notDir is the error for a path component that is not a directory:
+// ENOTDIR, or EAGAIN under RESOLVE_CACHED (Linux leaves RCU-walk to report
+// ENOTDIR, which LOOKUP_CACHED forbids).
+func (w *walker) notDir() error {
+	if w.rflags&resolveCached != 0 {
+		return unix.EAGAIN
+	}
+	return errENOTDIR
+}
+
+// indexSlash is strings.IndexByte(s, '/'), with a plain loop over the
+// first bytes: path components are short, and the assembly routine's
+// set-up cost more than the scan (12% of a cached Lstat in pprof).
+func indexSlash(s string) int {
+	n := min(len(s), 32)
+	for i := 0; i < n; i++ {
+		if s[i] == '/' {
+			return i
+		}
+	}
+	if len(s) > n {
+		if i := strings.IndexByte(s[n:], '/'); i >= 0 {
+			return n + i
+		}
+	}
+	return -1
 }
 
 // step resolves one component name in directory cur, following a symlink
 // there if follow is set.
 func (w *walker) step(cur location, name string, follow bool) (location, error) {
+	loc, _, err := w.stepKind(cur, name, follow)
+	return loc, err
+}
+
+// stepKind is step, and also returns the dentry that describes the
+// result (its kind and perm), or nil.
+func (w *walker) stepKind(cur location, name string, follow bool) (location, *dentry, error) {
 	switch name {
 	case "", ".":
-		return cur, mustDir(cur.node)
+		return cur, nil, mustDir(cur.node)
 	case "..":
 		if err := mustDir(cur.node); err != nil {
-			return location{}, err
+			return location{}, nil, err
 		}
-		return w.dotdot(cur)
+		loc, err := w.dotdot(cur)
+		return loc, nil, err
 	}
 	if len(name) > maxName {
-		return location{}, syscall.ENAMETOOLONG
+		return location{}, nil, syscall.ENAMETOOLONG
 	}
 	dir, ok := cur.node.(Lookuper)
 	if !ok {
-		return location{}, errENOTDIR
+		return location{}, nil, errENOTDIR
 	}
 	var child Node
+	var e *dentry
 	var err error
 	if w.rflags&resolveCached == 0 {
-		child, err = w.ns.dcache.lookup(cur.node, dir, name, cur.mnt.fs) // dcache.go
+		child, e, err = w.ns.dcache.lookup(cur.node, dir, name, cur.mnt.fs) // dcache.go
 	} else {
 		child, err = w.ns.dcache.lookupCached(cur.node, name) // dcache_cached.go
 	}
 	if err != nil {
-		return location{}, err
+		return location{}, nil, err
 	}
 	next := w.ns.crossMounts(location{cur.mnt, child})
-	if next.mnt != cur.mnt && w.rflags&unix.RESOLVE_NO_XDEV != 0 {
-		return location{}, unix.EXDEV
+	if next.mnt != cur.mnt {
+		if w.rflags&unix.RESOLVE_NO_XDEV != 0 {
+			return location{}, nil, unix.EXDEV
+		}
+		e = nil // it described the covered node, not the mount's root
 	}
-	if !follow {
-		return next, nil
+	if !follow || e != nil && e.kind&kindLink == 0 {
+		return next, e, nil
 	}
-	return w.follow(cur, next)
+	loc, err := w.follow(cur, next)
+	return loc, nil, err // a symlink's target, or a node not described
 }
 
 // follow resolves next if it is a symlink, relative to dir, the directory

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -176,6 +177,11 @@ type FS struct {
 
 	statfs statfsCache // statfs.go
 
+	// listLimit bounds the bytes of parsed directory listings, listBytes
+	// counts them (listcache.go).
+	listLimit int64
+	listBytes atomic.Int64
+
 	shutdown sync.Once
 }
 
@@ -243,6 +249,10 @@ func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)
 			limit = block.DefaultCacheLimit(block.ReadEnd(dev))
 		}
 		vopt.Cache, vopt.CacheDevice = block.NewCache(limit), dev
+	}
+	fs.listLimit = opts.bcache
+	if fs.listLimit < 0 {
+		fs.listLimit = block.DefaultCacheLimit(block.ReadEnd(dev))
 	}
 	vol, err := Open(vdev, vopt)
 	if err != nil {

@@ -57,6 +57,8 @@ type dirNode struct {
 	// up remembers what ".." found: the volume is read-only, so it never
 	// changes (getdents asks for it in every listing).
 	up atomic.Pointer[dirNode]
+	// list is the parsed listing of a one-block directory (listcache.go).
+	list atomic.Pointer[dirList]
 }
 
 // Lookup implements vfs.Lookuper. ".." is the on-disk entry, which at
@@ -86,6 +88,10 @@ func (d *dirNode) Lookup(name string) (vfs.Node, error) {
 func (d *dirNode) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 	if off < 3 {
 		off = 0
+	}
+	if l := d.cachedList(); l != nil {
+		l.read(off, fn)
+		return nil
 	}
 	return d.fs.vol.ReadDirFrom(d.in, off, func(name []byte, ino uint32, ftype uint8, next int64) bool {
 		return fn(vfs.Dirent{Name: string(name), Ino: uint64(ino), Type: dtype(ftype), Off: next})

@@ -1,0 +1,96 @@
+package ext4_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/vfs"
+)
+
+// TestDirListingCache: getdents of one-block directories served from
+// their parsed listings (the default mount) matches getdents from the
+// blocks (bcache=0, which turns listings off) at every seek offset,
+// including directories with deleted entries (inode 0, and rec_len merged
+// into the entry before), an empty directory and a multi-block one; and
+// the second listing of a one-block directory reads no block at all.
+func TestDirListingCache(t *testing.T) {
+	fill := func(t testing.TB, dir string) {
+		for _, d := range []string{"small", "holes", "empty", "big"} {
+			os.Mkdir(filepath.Join(dir, d), 0o755)
+		}
+		for i := range 6 {
+			os.WriteFile(filepath.Join(dir, "small", fmt.Sprintf("f%d", i)), nil, 0o644)
+			os.WriteFile(filepath.Join(dir, "holes", fmt.Sprintf("name-%d", i)), nil, 0o644)
+		}
+		os.Symlink("small", filepath.Join(dir, "small", "link"))
+		os.Mkdir(filepath.Join(dir, "small", "sub"), 0o755)
+		for i := range 200 {
+			os.WriteFile(filepath.Join(dir, "big", fmt.Sprintf("entry-%03d", i)), nil, 0o644)
+		}
+	}
+	img := mkImage(t, 2048, fill, "-t", "ext4", "-b", "1024", "-O", "^dir_index")
+	// Delete entries in place: the first one (its inode becomes 0 or its
+	// space joins ".."), and two in the middle (merged into the one before).
+	for _, n := range []string{"name-0", "name-2", "name-3"} {
+		if out, err := exec.Command("debugfs", "-w", "-R", "unlink /holes/"+n, img).CombinedOutput(); err != nil {
+			t.Fatalf("debugfs unlink %s: %v\n%s", n, err, out)
+		}
+	}
+	pc, devc, donec := newProc(t, img, viaLoop)
+	fsc := mountFS(t, pc, devc, "")
+	donec()
+	defer pc.Unmount("/mnt", 0)
+	pu, devu, doneu := newProc(t, img, viaLoop)
+	mountFS(t, pu, devu, "bcache=0")
+	doneu()
+	defer pu.Unmount("/mnt", 0)
+
+	at := func(p *vfs.Proc, fd int, off int64) []vfs.Dirent {
+		t.Helper()
+		if _, err := p.Seek(fd, off, unix.SEEK_SET); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := p.Getdents(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	for _, dir := range []string{"/mnt/small", "/mnt/holes", "/mnt/empty", "/mnt/big"} {
+		fc, err := pc.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fu, err := pu.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := at(pu, fu, 0)
+		if got := at(pc, fc, 0); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: getdents\n got %v\nwant %v", dir, got, want)
+		}
+		if dir == "/mnt/holes" && len(want) != 2+3 {
+			t.Errorf("%s: %d entries, want 5 (the deletions did not happen)", dir, len(want))
+		}
+		before, _ := fsc.Volume().CacheStats()
+		for off := int64(0); off <= 1024+3; off++ {
+			if got, want := at(pc, fc, off), at(pu, fu, off); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s at %d: getdents\n got %v\nwant %v", dir, off, got, want)
+			}
+		}
+		after, _ := fsc.Volume().CacheStats()
+		if gets := after.Hits + after.Misses - before.Hits - before.Misses; dir != "/mnt/big" && gets != 0 {
+			t.Errorf("%s: %d buffer-cache reads after the first listing, want 0 (listing not cached)", dir, gets)
+		} else if dir == "/mnt/big" && gets == 0 {
+			t.Errorf("%s: a multi-block directory was not read from its blocks", dir)
+		}
+		pc.Close(fc)
+		pu.Close(fu)
+	}
+}
