@@ -121,7 +121,7 @@ type extraction struct {
 	root    bool
 	stderr  io.Writer
 
-	// mu protects errs, first and links.
+	// mu protects errs, first and links, and serialises writes to stderr.
 	mu    sync.Mutex
 	errs  int
 	first map[[2]uint64]string // (dev, ino) of a multiply linked file -> its first host path
@@ -148,8 +148,10 @@ type dirJob struct {
 
 func (x *extraction) fail(format string, a ...any) {
 	x.mu.Lock()
+	defer x.mu.Unlock()
 	x.errs++
-	x.mu.Unlock()
+	// Under mu too: the workers report at once, and stderr (a
+	// bytes.Buffer in tests, a pipe) is not safe for concurrent writes.
 	fmt.Fprintf(x.stderr, "iovfs cp: "+format+"\n", a...)
 }
 
