@@ -676,6 +676,35 @@ func (w *Writer) emptyDir(ino uint32, raw []byte) (bool, error) {
 	return true, nil
 }
 
+// renameEnds looks up both ends of a rename or exchange in rename(2)'s
+// order: both names' validity, then the old directory and entry (ENOENT
+// when it is missing), then the new directory and entry, which may be
+// missing (found false).
+func (w *Writer) renameEnds(oldDir uint32, oldName string, newDir uint32, newName string) (odraw []byte, src dirent, ndraw []byte, dst dirent, found bool, err error) {
+	if err = checkName(oldName); err != nil {
+		return
+	}
+	if err = checkName(newName); err != nil {
+		return
+	}
+	if odraw, err = w.dirOpen(oldDir); err != nil {
+		return
+	}
+	var ok bool
+	if src, ok, err = w.find(oldDir, odraw, oldName); err != nil {
+		return
+	}
+	if !ok {
+		err = syscall.ENOENT
+		return
+	}
+	if ndraw, err = w.dirOpen(newDir); err != nil {
+		return
+	}
+	dst, found, err = w.find(newDir, ndraw, newName)
+	return
+}
+
 // Rename moves oldName in oldDir to newName in newDir with rename(2)'s
 // rules (see vfs.Renamer): EINVAL for moving a directory under itself,
 // ENOTDIR, EISDIR, ENOTEMPTY, EMLINK, ENOENT.
@@ -685,28 +714,7 @@ func (w *Writer) Rename(oldDir uint32, oldName string, newDir uint32, newName st
 	}
 	defer w.unlock()
 	defer w.writeSuper()
-	if err := checkName(oldName); err != nil {
-		return err
-	}
-	if err := checkName(newName); err != nil {
-		return err
-	}
-	odraw, err := w.dirOpen(oldDir)
-	if err != nil {
-		return err
-	}
-	src, found, err := w.find(oldDir, odraw, oldName)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return syscall.ENOENT
-	}
-	ndraw, err := w.dirOpen(newDir)
-	if err != nil {
-		return err
-	}
-	dst, dstFound, err := w.find(newDir, ndraw, newName)
+	odraw, src, ndraw, dst, dstFound, err := w.renameEnds(oldDir, oldName, newDir, newName)
 	if err != nil {
 		return err
 	}
@@ -787,6 +795,7 @@ func (w *Writer) Rename(oldDir uint32, oldName string, newDir uint32, newName st
 	if odraw, err = w.getInode(oldDir); err != nil {
 		return err
 	}
+	var found bool
 	if src, found, err = w.find(oldDir, odraw, oldName); err != nil || !found {
 		return corrupt(oldDir, "renamed entry vanished")
 	}
@@ -878,28 +887,7 @@ func (w *Writer) Exchange(oldDir uint32, oldName string, newDir uint32, newName 
 	}
 	defer w.unlock()
 	defer w.writeSuper()
-	if err := checkName(oldName); err != nil {
-		return err
-	}
-	if err := checkName(newName); err != nil {
-		return err
-	}
-	odraw, err := w.dirOpen(oldDir)
-	if err != nil {
-		return err
-	}
-	a, ok, err := w.find(oldDir, odraw, oldName)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return syscall.ENOENT
-	}
-	ndraw, err := w.dirOpen(newDir)
-	if err != nil {
-		return err
-	}
-	b, ok, err := w.find(newDir, ndraw, newName)
+	odraw, a, ndraw, b, ok, err := w.renameEnds(oldDir, oldName, newDir, newName)
 	if err != nil {
 		return err
 	}
