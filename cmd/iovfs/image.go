@@ -22,8 +22,8 @@ import (
 )
 
 // attachImage imports the host file img, binds it to a free loop device
-// and mounts it read-only at target with opts (dax unless opts says
-// otherwise). The mount holds the device; unmounting clears it.
+// and mounts it read-only at target with opts (dax where the device
+// offers direct access, unless opts says otherwise). The mount holds the device; unmounting clears it.
 func attachImage(p *vfs.Proc, img, target, opts string) error {
 	f, err := os.Open(img)
 	if err != nil {
@@ -56,18 +56,21 @@ func attachImage(p *vfs.Proc, img, target, opts string) error {
 	if _, err := p.Ioctl(lfd, unix.LOOP_CONFIGURE, &cfg); err != nil {
 		return fmt.Errorf("LOOP_CONFIGURE %s: %w", dev, err)
 	}
-	if opts == "" {
-		opts = "dax"
-	}
 	if _, err := p.Stat(target); err != nil {
 		if err := mkdirAll(p, target); err != nil {
 			return err
 		}
 	}
-	if err := p.Mount(dev, target, "ext4", unix.MS_RDONLY, opts); err != nil {
-		return err
+	if opts != "" {
+		return p.Mount(dev, target, "ext4", unix.MS_RDONLY, opts)
 	}
-	return nil
+	// dax when the loop device can map the file; a file too small for a
+	// mapping (or one that cannot be mapped) is mounted without it, so
+	// the error, if any, is the file system's own.
+	if err := p.Mount(dev, target, "ext4", unix.MS_RDONLY, "dax"); err == nil {
+		return nil
+	}
+	return p.Mount(dev, target, "ext4", unix.MS_RDONLY, "")
 }
 
 func mkdirAll(p *vfs.Proc, dir string) error {
