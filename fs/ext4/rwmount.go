@@ -143,9 +143,16 @@ func (fs *rwFS) Statfs() (unix.Statfs_t, error) {
 func (fs *rwFS) node(ino uint32, mode uint32) (vfs.Node, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	if n := fs.nodes[ino]; n != nil {
+	want := mode & S_IFMT
+	if want != S_IFDIR && want != S_IFREG && want != S_IFLNK {
+		want = 0
+	}
+	if n := fs.nodes[ino]; n != nil && rwType(n) == want {
 		return n, nil
 	}
+	// Absent, or the node of a freed inode whose number was reused for a
+	// file of another type before forget dropped it (an unlink races a
+	// create elsewhere): a new node for the new inode.
 	b := rwBase{fs: fs, ino: ino}
 	var n vfs.Node
 	switch mode & S_IFMT {
@@ -160,6 +167,20 @@ func (fs *rwFS) node(ino uint32, mode uint32) (vfs.Node, error) {
 	}
 	fs.nodes[ino] = n
 	return n, nil
+}
+
+// rwType is the file type of a node made by node: S_IFDIR, S_IFREG,
+// S_IFLNK, or 0 for the special files, whose type node does not split.
+func rwType(n vfs.Node) uint32 {
+	switch n.(type) {
+	case *rwDir:
+		return S_IFDIR
+	case *rwFile:
+		return S_IFREG
+	case *rwLink:
+		return S_IFLNK
+	}
+	return 0
 }
 
 // forget drops ino's node if the inode is gone.
