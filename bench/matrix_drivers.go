@@ -5,9 +5,9 @@ package bench
 // matrixTarget, the four calls the matrix makes (Preadv, Pread, Pwritev,
 // Pwrite at an offset) on one open object of that driver. Adding a driver
 // is adding an entry here, as hostfs is: most open a file in a fresh iovfs
-// process and return fdTarget. Pipes need more: pread on a pipe is ESPIPE,
-// so their cells would compare readv with read and need a writer feeding
-// the pipe.
+// process and return fdTarget. Pipes need more (matrix_pipe.go): pread on
+// a pipe is ESPIPE, so their cells compare readv with read, and goroutines
+// feed and drain the pipes.
 
 import (
 	"errors"
@@ -70,6 +70,7 @@ var matrixDrivers = []MatrixDriver{
 	{"hostfs", "a 64 MiB host file through hostfs: one host pread/preadv per call", matrixHostfs},
 	{"ext4", "a 64 MiB file on ext4 (mke2fs -d) over a loop device over an imported host file", matrixExt4("")},
 	{"ext4-dax", "the same file, mounted with dax", matrixExt4("dax")},
+	{"pipe", "a 1 MiB pipe kept full by a feeder goroutine (readv against reads) and one emptied by a drainer (writev against writes); offsets are ignored", matrixPipe},
 }
 
 // MatrixDriverNames returns the drivers' names in display order.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -73,6 +74,9 @@ func TestMatrixSameBytes(t *testing.T) {
 	names, targets := openMatrix(t)
 	data := matrixData(matrixFileSize)
 	for i, tg := range targets {
+		if names[i] == "pipe" {
+			continue // a stream, not a file: TestMatrixPipeSameBytes
+		}
 		for _, sh := range sampleCells() {
 			segs, size := sh[0], sh[1]
 			off := int64(4096*3 + 7)
@@ -318,5 +322,106 @@ func TestMatrixFlags(t *testing.T) {
 	}
 	if got := fmt.Sprint(len(res.Matrix.Cells)); got != "2" {
 		t.Errorf("%s cells, want 2 (read and write of 1024x64KiB)", got)
+	}
+}
+
+// TestMatrixPipeSameBytes is TestMatrixSameBytes for the pipe driver,
+// whose bytes are a stream: every sampled cell's readv and its loop of
+// reads each return the next bytes of the feeder's stream, and what a
+// writev and a loop of writes put into the drained pipe comes out of it
+// unchanged and in order.
+func TestMatrixPipeSameBytes(t *testing.T) {
+	var mu sync.Mutex
+	cond := sync.NewCond(&mu)
+	var drained []byte
+	tg, err := newPipeTarget(func(b []byte) {
+		mu.Lock()
+		drained = append(drained, b...)
+		mu.Unlock()
+		cond.Broadcast()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tg.close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	stream := matrixData(pipeFeedChunk)
+	// check compares b with the stream from position *pos and moves on.
+	check := func(b []byte, pos *int) bool {
+		for i := range b {
+			if b[i] != stream[(*pos+i)%len(stream)] {
+				return false
+			}
+		}
+		*pos += len(b)
+		return true
+	}
+	// The drained pipe starts with the pipe's worth of the stream that
+	// newPipeTarget writes into it to allocate its pages.
+	rpos, written := 0, bytes.Repeat(stream, pipeMatrixSize/pipeFeedChunk)
+	for _, sh := range append(sampleCells(), [2]int{64, 64 << 10}) {
+		segs, size := sh[0], sh[1]
+		c := newCell("pipe", tg, "read", segs, size)
+		t.Run(c.Name(), func(t *testing.T) {
+			if n, err := tg.preadv(c.vec, 0); n != c.Total() || err != nil {
+				t.Fatalf("readv: %d, %v; want %d", n, err, c.Total())
+			}
+			if !check(c.buf, &rpos) {
+				t.Fatal("readv returned bytes that are not the stream's next")
+			}
+			clear(c.buf)
+			for _, b := range c.vec {
+				if n, err := tg.pread(b, 0); n != len(b) || err != nil {
+					t.Fatalf("read: %d, %v", n, err)
+				}
+			}
+			if !check(c.buf, &rpos) {
+				t.Fatal("the reads returned bytes that are not the stream's next")
+			}
+		})
+		w := newCell("pipe", tg, "write", segs, size)
+		t.Run(w.Name(), func(t *testing.T) {
+			for k := range 2 {
+				for j := range w.buf {
+					w.buf[j] = byte(j*7 + k + len(written))
+				}
+				n, err := 0, error(nil)
+				if k == 0 {
+					n, err = tg.pwritev(w.vec, 0)
+				} else {
+					for _, b := range w.vec {
+						m, e := tg.pwrite(b, 0)
+						n, err = n+m, e
+						if m != len(b) || e != nil {
+							break
+						}
+					}
+				}
+				if n != len(w.buf) || err != nil {
+					t.Fatalf("write %d: %d, %v", k, n, err)
+				}
+				written = append(written, w.buf...)
+			}
+			mu.Lock()
+			for len(drained) < len(written) {
+				cond.Wait()
+			}
+			same := bytes.Equal(drained, written)
+			first := -1
+			for i := range min(len(drained), len(written)) {
+				if drained[i] != written[i] {
+					first = i
+					break
+				}
+			}
+			ld := len(drained)
+			mu.Unlock()
+			if !same {
+				t.Fatalf("the drained bytes differ from those written: %d vs %d, first at %d", ld, len(written), first)
+			}
+		})
 	}
 }
