@@ -143,14 +143,29 @@ func Import(segs [][]byte) (it Iter, segments int, err error) {
 	if len(segs) > MaxSegments {
 		return Iter{}, 0, syscall.EINVAL
 	}
-	total := 0
-	for _, s := range segs {
-		if len(s) != 0 {
+	// The iterator is built here rather than by vec, a call less.
+	first := 0
+	for first < len(segs) && len(segs[first]) == 0 {
+		first++
+	}
+	if first == len(segs) {
+		return Iter{meta: pack(0, 0, KindVec)}, 0, nil
+	}
+	s := segs[first]
+	segments, total := 1, len(s)
+	for _, t := range segs[first+1:] {
+		if len(t) != 0 {
 			segments++
-			total += len(s)
+			total += len(t)
 		}
 	}
-	return vec(segs, min(total, MaxCount)), segments, nil
+	total = min(total, MaxCount)
+	left := len(segs) - first - 1
+	it = Iter{base: unsafe.Pointer(unsafe.SliceData(s)), cur: min(len(s), total), meta: pack(total, left, KindVec)}
+	if left > 0 {
+		it.next = &segs[first+1]
+	}
+	return it, segments, nil
 }
 
 // Kind reports what the iterator describes.
@@ -275,6 +290,32 @@ func (it *Iter) CopyIn(dst []byte) int {
 // Zero writes up to n zero bytes into the iterator and consumes them. It
 // returns the number of bytes zeroed: min(n, Len()).
 func (it *Iter) Zero(n int) int {
+	left := it.Len()
+	if n < left || it.Kind() == KindDiscard {
+		return it.zeroSome(n)
+	}
+	// All that is left, as /dev/zero's read zeroes it. Unlike walk this
+	// keeps no cursor to rebuild, and it zeroes each segment with one
+	// call at most (walk's apply makes two for a piece over smallPiece
+	// bytes): a 2 x 1 B read of /dev/zero went from 35 to 25 ns, 8 x 512 B
+	// from 91 to 76 ns (thread CPU time).
+	n = left
+	zero(it.base, it.cur)
+	if left -= it.cur; left > 0 {
+		// Step through the caller's segments by pointer: unsafe.Slice
+		// would check the length for overflow on every call.
+		for s := it.next; left > 0; s = (*[]byte)(unsafe.Add(unsafe.Pointer(s), sliceSize)) {
+			k := min(len(*s), left)
+			zero(unsafe.Pointer(unsafe.SliceData(*s)), k)
+			left -= k
+		}
+	}
+	it.base, it.cur, it.next, it.meta = nil, 0, nil, pack(0, 0, it.Kind())
+	return n
+}
+
+// zeroSome is Zero of part of what is left, or of a discard iterator.
+func (it *Iter) zeroSome(n int) int {
 	if it.next == nil && it.base != nil {
 		n = max(0, min(n, it.cur))
 		clear(unsafe.Slice((*byte)(it.base), n))
@@ -282,6 +323,18 @@ func (it *Iter) Zero(n int) int {
 		return n
 	}
 	return it.walk(walkZero, nil, max(0, min(n, it.Len())))
+}
+
+// zero clears the k bytes at p: a piece of at most smallPiece bytes by a
+// loop here, as apply does, a larger one with the runtime's memclr.
+func zero(p unsafe.Pointer, k int) {
+	if k > smallPiece {
+		clear(unsafe.Slice((*byte)(p), k))
+		return
+	}
+	for i := 0; i < k; i++ {
+		*(*byte)(unsafe.Add(p, i)) = 0
+	}
 }
 
 // What walk does with each piece.

@@ -25,6 +25,19 @@ func TestChunkedMatchesFlat(t *testing.T) {
 		}
 		model := bytes.Repeat([]byte{0xee}, total)
 		it := iov.Vec(segs)
+		if rapid.Bool().Draw(t, "import") { // Import builds the iterator itself
+			var n int
+			it, n, _ = iov.Import(segs)
+			nonEmpty := 0
+			for _, l := range lens {
+				if l > 0 {
+					nonEmpty++
+				}
+			}
+			if n != nonEmpty {
+				t.Fatalf("Import: %d segments, want %d", n, nonEmpty)
+			}
+		}
 		limit := total
 		if rapid.Bool().Draw(t, "truncate") {
 			limit = rapid.IntRange(0, total).Draw(t, "limit")

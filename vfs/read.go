@@ -57,25 +57,33 @@ func (p *Proc) Pread(fd int, b []byte, off int64) (int, error) {
 // skipped; the total is clamped to 0x7ffff000 bytes. With no non-empty
 // buffer it returns 0 without calling the driver.
 func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
+	if len(iovs) == 1 && len(iovs[0]) != 0 {
+		// One non-empty segment is read(2) of it: Read's body, written
+		// out so that it costs no extra call, and tested first so that
+		// the segment's words load while the descriptor is looked up.
+		b := iovs[0]
+		f := p.files.get(fd)
+		if f == nil || f.mode&fmRead == 0 {
+			return 0, errEBADF
+		}
+		if f.mode&fmHold != 0 {
+			return f.heldRead(b)
+		}
+		if f.mode&fmNoPos != 0 {
+			return f.readBuf(b, noOffset)
+		}
+		f.posMu.Lock()
+		n, err := f.readBuf(b, f.pos)
+		f.pos += int64(n)
+		f.posMu.Unlock()
+		return n, err
+	}
 	f := p.files.get(fd)
 	if f == nil || f.mode&fmRead == 0 {
 		return 0, errEBADF
 	}
 	if f.mode&fmHold != 0 {
 		return f.heldReadv(iovs, 0)
-	}
-	if len(iovs) == 1 { // the common case, without building an iterator
-		if len(iovs[0]) == 0 {
-			return f.readvPos(iovs, 0)
-		}
-		if f.mode&fmNoPos != 0 {
-			return f.readBuf(iovs[0], noOffset)
-		}
-		f.posMu.Lock()
-		n, err := f.readBuf(iovs[0], f.pos)
-		f.pos += int64(n)
-		f.posMu.Unlock()
-		return n, err
 	}
 	return f.readvPos(iovs, 0)
 }
@@ -113,6 +121,9 @@ func (p *Proc) Preadv(fd int, iovs [][]byte, off int64) (int, error) {
 	}
 	if err := verifyArea(off, it.Len()); err != nil {
 		return 0, err
+	}
+	if segs > 1 && f.ird != nil { // readIter's vectored case, a call less
+		return fixCount(f.ird.ReadIter(it, off))
 	}
 	return f.readIter(it, segs, off)
 }
