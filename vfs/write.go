@@ -70,6 +70,9 @@ func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
 		return 0, errEBADF
 	}
 	if f.mode&fmHold != 0 {
+		if len(iovs) == 1 && len(iovs[0]) != 0 { // write(2)'s path, as below
+			return f.heldWrite(iovs[0])
+		}
 		return f.heldWritev(iovs, 0)
 	}
 	if f.mode&fmKillPriv != 0 && anyBytes(iovs) {
