@@ -15,6 +15,11 @@
 // Mallocs is the variant's allocations (the harness starts no goroutines,
 // so nothing else allocates meanwhile). Variants reuse their buffers.
 //
+// [Options].ThreadCPU times the rounds by the measuring thread's CPU time
+// instead (iovfs bench --clock thread), which leaves out the time the
+// thread is descheduled on a busy machine; it is for experiments whose
+// work runs on the measuring goroutine alone.
+//
 // [Options].LockOSThread wires the measuring goroutine to one OS thread.
 // "iovfs bench" leaves it off because it did not make results steadier. On
 // a 2-vCPU VM, 20 default runs of "iovfs bench zero" each way, alternating,
@@ -66,6 +71,7 @@
 //	    "size": 1,                // bytes per operation
 //	    "extra": {"pattern": "seq"},  // experiment-specific flags; omitted if none
 //	    "lock_os_thread": false,
+//	    "clock": "wall",          // or "thread-cpu" (Options.ThreadCPU, --clock thread)
 //	    "variants": [{
 //	      "name": "read",
 //	      "ns_per_op": 21.3,      // median over rounds

@@ -24,10 +24,12 @@ type ExperimentJSON struct {
 	Size         int               `json:"size"`
 	Extra        map[string]string `json:"extra,omitempty"`
 	LockOSThread bool              `json:"lock_os_thread"`
-	Variants     []VariantJSON     `json:"variants"`
-	Ratios       []RatioJSON       `json:"ratios"`
-	Skipped      []SkippedJSON     `json:"skipped"`
-	Reference    []ReferenceJSON   `json:"reference"`
+	// Clock is what timed the rounds: "wall" or "thread-cpu".
+	Clock     string          `json:"clock"`
+	Variants  []VariantJSON   `json:"variants"`
+	Ratios    []RatioJSON     `json:"ratios"`
+	Skipped   []SkippedJSON   `json:"skipped"`
+	Reference []ReferenceJSON `json:"reference"`
 	// Matrix holds the matrix experiment's cells; absent for the others.
 	Matrix *MatrixJSON `json:"matrix,omitempty"`
 }
@@ -79,6 +81,7 @@ func (res *Result) JSON() ExperimentJSON {
 		Size:         res.Params.Size,
 		Extra:        res.Params.Extra,
 		LockOSThread: res.LockOSThread,
+		Clock:        map[bool]string{false: "wall", true: "thread-cpu"}[res.ThreadCPU],
 		Variants:     []VariantJSON{},
 		Ratios:       []RatioJSON{},
 		Skipped:      []SkippedJSON{},

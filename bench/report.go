@@ -29,7 +29,11 @@ func Header(e *Experiment, p Params, o Options) string {
 	if o.LockOSThread {
 		lock = "on"
 	}
-	fmt.Fprintf(&b, "machine: %s; LockOSThread %s\n\n", ThisMachine(), lock)
+	clk := "wall clock"
+	if o.ThreadCPU {
+		lock, clk = "on", "thread CPU time"
+	}
+	fmt.Fprintf(&b, "machine: %s; LockOSThread %s; rounds timed by %s\n\n", ThisMachine(), lock, clk)
 	return b.String()
 }
 

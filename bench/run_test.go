@@ -219,3 +219,55 @@ func TestBenchName(t *testing.T) {
 }
 
 func timeNs(ns int64) time.Duration { return time.Duration(ns) }
+
+// TestThreadCPUClock: with Options.ThreadCPU the rounds are timed by the
+// thread's CPU time, which a variant that sleeps does not consume, and the
+// header and JSON say which clock timed them.
+func TestThreadCPUClock(t *testing.T) {
+	e := &Experiment{
+		Name: "toy-clock", Summary: "toy", Baseline: "spin", Defaults: Params{Loops: 2, Ops: 1, Size: 1}, Unit: "ops",
+		Variants: []Variant{
+			{Name: "spin", Doc: "spins 2 ms", Setup: func(Params, any) (Op, error) {
+				return Op{Run: func(n int) error {
+					for start := time.Now(); time.Since(start) < 2*time.Millisecond; {
+					}
+					return nil
+				}}, nil
+			}},
+			{Name: "sleep", Doc: "sleeps 20 ms", Setup: func(Params, any) (Op, error) {
+				return Op{Run: func(n int) error { time.Sleep(20 * time.Millisecond); return nil }}, nil
+			}},
+		},
+	}
+	for _, cpu := range []bool{false, true} {
+		res, err := Run(e, Params{}, Options{ThreadCPU: cpu})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spin, sleep := res.Variant("spin").NsPerOp, res.Variant("sleep").NsPerOp
+		// The wall clock charges the sleep its 20 ms; the thread's CPU
+		// clock charges it far less than the 2 ms spin, which is CPU
+		// time through and through.
+		if !cpu && sleep < 20e6 {
+			t.Errorf("wall clock: sleep measured %v ns, want at least 20 ms", sleep)
+		}
+		if cpu && sleep >= spin {
+			t.Errorf("thread CPU time: sleep %v ns, spin %v ns; want the sleep cheaper", sleep, spin)
+		}
+		if !res.LockOSThread && cpu {
+			t.Error("ThreadCPU did not lock the OS thread")
+		}
+		var j bytes.Buffer
+		if err := WriteJSON(&j, []*Result{res}); err != nil {
+			t.Fatal(err)
+		}
+		f := checkJSONSchema(t, j.Bytes())
+		want := map[bool]string{false: "wall", true: "thread-cpu"}[cpu]
+		if got := f.Experiments[0].Clock; got != want {
+			t.Errorf("JSON clock %q, want %q", got, want)
+		}
+		if h := Header(e, res.Params, Options{ThreadCPU: cpu}); !strings.Contains(h, map[bool]string{false: "wall clock", true: "thread CPU time"}[cpu]) {
+			t.Errorf("header does not name the clock:\n%s", h)
+		}
+	}
+}
