@@ -302,12 +302,18 @@ func (it *Iter) Zero(n int) int {
 	n = left
 	zero(it.base, it.cur)
 	if left -= it.cur; left > 0 {
-		// Step through the caller's segments by pointer: unsafe.Slice
-		// would check the length for overflow on every call.
-		for s := it.next; left > 0; s = (*[]byte)(unsafe.Add(unsafe.Pointer(s), sliceSize)) {
+		// Step through the caller's segments by pointer (unsafe.Slice
+		// would check the length for overflow on every call), and only
+		// while bytes are left, which means a segment is: the pointer
+		// never passes the end of the caller's array.
+		s := it.next
+		for {
 			k := min(len(*s), left)
 			zero(unsafe.Pointer(unsafe.SliceData(*s)), k)
-			left -= k
+			if left -= k; left == 0 {
+				break
+			}
+			s = (*[]byte)(unsafe.Add(unsafe.Pointer(s), sliceSize))
 		}
 	}
 	it.base, it.cur, it.next, it.meta = nil, 0, nil, pack(0, 0, it.Kind())
