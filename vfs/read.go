@@ -57,33 +57,28 @@ func (p *Proc) Pread(fd int, b []byte, off int64) (int, error) {
 // skipped; the total is clamped to 0x7ffff000 bytes. With no non-empty
 // buffer it returns 0 without calling the driver.
 func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
-	if len(iovs) == 1 && len(iovs[0]) != 0 {
-		// One non-empty segment is read(2) of it: Read's body, written
-		// out so that it costs no extra call, and tested first so that
-		// the segment's words load while the descriptor is looked up.
-		b := iovs[0]
-		f := p.files.get(fd)
-		if f == nil || f.mode&fmRead == 0 {
-			return 0, errEBADF
-		}
-		if f.mode&fmHold != 0 {
-			return f.heldRead(b)
-		}
-		if f.mode&fmNoPos != 0 {
-			return f.readBuf(b, noOffset)
-		}
-		f.posMu.Lock()
-		n, err := f.readBuf(b, f.pos)
-		f.pos += int64(n)
-		f.posMu.Unlock()
-		return n, err
-	}
 	f := p.files.get(fd)
 	if f == nil || f.mode&fmRead == 0 {
 		return 0, errEBADF
 	}
 	if f.mode&fmHold != 0 {
+		if len(iovs) == 1 && len(iovs[0]) != 0 { // read(2)'s path, as below
+			return f.heldRead(iovs[0])
+		}
 		return f.heldReadv(iovs, 0)
+	}
+	if len(iovs) == 1 { // the common case, without building an iterator
+		if len(iovs[0]) == 0 {
+			return f.readvPos(iovs, 0)
+		}
+		if f.mode&fmNoPos != 0 {
+			return f.readBuf(iovs[0], noOffset)
+		}
+		f.posMu.Lock()
+		n, err := f.readBuf(iovs[0], f.pos)
+		f.pos += int64(n)
+		f.posMu.Unlock()
+		return n, err
 	}
 	return f.readvPos(iovs, 0)
 }
