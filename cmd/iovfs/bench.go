@@ -92,7 +92,7 @@ func benchUsage(w io.Writer) {
 		{"--json FILE", "also write the results as JSON to FILE (schema: go doc github.com/iovfs/iovfs/bench)"},
 		{"--plot FILE", "also draw per-round ns/op of each variant to FILE, .svg or .png"},
 		{"--lock-os-thread", "keep the measuring goroutine on one OS thread (off by default: measured, it did not make results steadier)"},
-		{"--clock C", "wall (default) or thread: time rounds by the measuring thread's CPU time, which leaves out the time it spends descheduled on a busy machine (implies --lock-os-thread; not for the pipe experiments, whose peer goroutine's time it would miss)"},
+		{"--clock C", "wall (default) or thread: time rounds by the measuring thread's CPU time, which leaves out the time it spends descheduled on a busy machine (implies --lock-os-thread; not for the pipe experiments or the matrix's pipe cells, whose peer goroutine's time and waits it would miss)"},
 	}
 	for _, e := range bench.Experiments() {
 		for _, x := range e.Flags {
