@@ -297,8 +297,10 @@ func (it *Iter) Zero(n int) int {
 	// All that is left, as /dev/zero's read zeroes it. Unlike walk this
 	// keeps no cursor to rebuild, and it zeroes each segment with one
 	// call at most (walk's apply makes two for a piece over smallPiece
-	// bytes): a 2 x 1 B read of /dev/zero went from 35 to 25 ns, 8 x 512 B
-	// from 91 to 76 ns (thread CPU time).
+	// bytes). With walk a 2 x 1 B Preadv of /dev/zero took 35.7 ns, with
+	// this loop 25.3, and 16.4 once it stepped by pointer and Import built
+	// the iterator in one pass (8 x 512 B: 91, then 66 ns; thread CPU
+	// time).
 	n = left
 	zero(it.base, it.cur)
 	if left -= it.cur; left > 0 {
