@@ -44,6 +44,9 @@ type rnode struct {
 	slots [radixSize]unsafe.Pointer
 	// pages counts the pages below this node; a node with none is removed.
 	pages int64
+	// runs, at height 1, records which slots hold pages of one allocation
+	// (runs.go); nil until the leaf holds a run.
+	runs atomic.Pointer[leafRuns]
 }
 
 // pageTree maps page indexes to pages.
@@ -156,6 +159,9 @@ func (t *pageTree) truncate(first int64) int64 {
 // is relative to n's first index.
 func truncNode(n *rnode, h int, rel int64) int64 {
 	shift := radixShift * (h - 1)
+	if h == 1 {
+		n.cutRuns(int(rel), radixSize)
+	}
 	var freed int64
 	for i := rel >> shift; i < radixSize; i++ {
 		s := &n.slots[i]

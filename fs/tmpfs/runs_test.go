@@ -1,0 +1,196 @@
+package tmpfs
+
+import (
+	"bytes"
+	"testing"
+	"unsafe"
+
+	"github.com/iovfs/iovfs/iov"
+	"github.com/iovfs/iovfs/vfs"
+	"golang.org/x/sys/unix"
+	"pgregory.net/rapid"
+)
+
+// checkRuns checks, for every page of model, that the tree's data at its
+// index is the page's own memory followed by the model's pages at the
+// following indexes (a run never claims a page the tree does not hold
+// there), within the page's leaf; and that every hole reads as nil.
+func checkRuns(t *rapid.T, tree *pageTree, model map[int64]*page, lo, hi int64) {
+	for idx := lo; idx < hi; idx++ {
+		var b []byte
+		if leaf := tree.leaf(idx); leaf != nil {
+			b = leaf.data(idx & radixMask)
+		}
+		pg := model[idx]
+		if pg == nil {
+			if b != nil {
+				t.Fatalf("hole %d has %d bytes", idx, len(b))
+			}
+			continue
+		}
+		if len(b) == 0 || len(b)%pageSize != 0 || idx&radixMask+int64(len(b)/pageSize) > radixSize {
+			t.Fatalf("page %d: %d bytes", idx, len(b))
+		}
+		for k := int64(0); k < int64(len(b)/pageSize); k++ {
+			if want := model[idx+k]; want == nil || unsafe.Pointer(&b[k*pageSize]) != unsafe.Pointer(want) {
+				t.Fatalf("page %d: byte %d of its run is not page %d", idx, k*pageSize, idx+k)
+			}
+		}
+	}
+}
+
+// TestPageRuns checks runs (runs.go) against a map of pages: runs
+// inserted, single pages inserted, pages removed (punch hole) and the tree
+// truncated, near leaf boundaries, with data checked at every index after
+// every step. A run just inserted must read as one piece.
+func TestPageRuns(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var tree pageTree
+		model := map[int64]*page{}
+		const hi = 3 * radixSize
+		index := rapid.Int64Range(0, hi-1)
+		for range rapid.IntRange(1, 40).Draw(t, "ops") {
+			switch rapid.IntRange(0, 3).Draw(t, "op") {
+			case 0: // a run over holes, within one leaf
+				idx := index.Draw(t, "idx")
+				if model[idx] != nil {
+					continue
+				}
+				n := 1
+				for want := rapid.IntRange(1, radixSize).Draw(t, "n"); n < want && (idx+int64(n))&radixMask != 0 && model[idx+int64(n)] == nil; n++ {
+				}
+				pages := make([]page, n)
+				tree.insertRun(idx, pages)
+				for k := range pages {
+					model[idx+int64(k)] = &pages[k]
+				}
+				if b := tree.leaf(idx).data(idx & radixMask); len(b) != n*pageSize {
+					t.Fatalf("run of %d at %d reads as %d bytes", n, idx, len(b))
+				}
+			case 1: // one page
+				if idx := index.Draw(t, "idx"); model[idx] == nil {
+					pg := new(page)
+					tree.insert(idx, pg)
+					model[idx] = pg
+				}
+			case 2: // punch one page
+				idx := index.Draw(t, "idx")
+				if got := tree.remove(idx); got != (model[idx] != nil) {
+					t.Fatalf("remove(%d) = %v", idx, got)
+				}
+				delete(model, idx)
+			case 3: // truncate
+				first := index.Draw(t, "first")
+				tree.truncate(first)
+				for j := range model {
+					if j >= first {
+						delete(model, j)
+					}
+				}
+			}
+			checkRuns(t, &tree, model, 0, hi)
+		}
+	})
+}
+
+// TestFileRuns checks reads, vectored reads and writes of a file whose
+// pages come in runs, across leaf boundaries, against a flat byte slice,
+// with holes punched and the file truncated in between.
+func TestFileRuns(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		_, f, h := newFile(t, Options{})
+		var model []byte
+		const maxOff = 3 * radixSize * pageSize
+		offset := rapid.Int64Range(0, maxOff)
+		length := rapid.IntRange(0, 2*radixSize*pageSize)
+		for range rapid.IntRange(1, 12).Draw(t, "ops") {
+			switch op := rapid.IntRange(0, 4).Draw(t, "op"); op {
+			case 0, 1: // write, writev
+				off, n := offset.Draw(t, "off"), length.Draw(t, "len")
+				p := pattern(n, rapid.Byte().Draw(t, "seed"))
+				var got int
+				var err error
+				if op == 0 {
+					got, err = h.Write(p, off)
+				} else {
+					got, err = h.WriteIter(iov.Vec(split(t, p)), off)
+				}
+				if got != n || err != nil {
+					t.Fatalf("write %d at %d: %d, %v", n, off, got, err)
+				}
+				if n > 0 {
+					if end := int(off) + n; end > len(model) {
+						model = append(model, make([]byte, end-len(model))...)
+					}
+					copy(model[off:], p)
+				}
+			case 2: // punch a hole
+				off, n := offset.Draw(t, "off"), int64(length.Draw(t, "len")+1)
+				if err := h.Fallocate(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n); err != nil {
+					t.Fatal(err)
+				}
+				if off < int64(len(model)) {
+					clear(model[off:min(off+n, int64(len(model)))])
+				}
+			case 3: // truncate
+				size := offset.Draw(t, "size")
+				if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: size}); err != nil {
+					t.Fatal(err)
+				}
+				if size < int64(len(model)) {
+					model = model[:size]
+				} else {
+					model = append(model, make([]byte, size-int64(len(model)))...)
+				}
+			case 4: // read, readv
+				off, n := offset.Draw(t, "off"), length.Draw(t, "len")
+				want := model[min(off, int64(len(model))):]
+				want = want[:min(n, len(want))]
+				buf := pattern(n, 0xee)
+				if got, err := h.Read(buf, off); got != len(want) || err != nil || !bytes.Equal(buf[:got], want) {
+					t.Fatalf("read %d at %d: %d, %v; want %d bytes", n, off, got, err, len(want))
+				}
+				buf = pattern(n, 0xee)
+				if got, err := h.ReadIter(iov.Vec(split(t, buf)), off); got != len(want) || err != nil || !bytes.Equal(buf[:got], want) {
+					t.Fatalf("readv %d at %d: %d, %v; want %d bytes", n, off, got, err, len(want))
+				}
+			}
+		}
+		buf := make([]byte, len(model))
+		if n, _ := h.Read(buf, 0); n != len(model) || !bytes.Equal(buf, model) {
+			t.Fatalf("final contents differ")
+		}
+	})
+}
+
+// TestWriteMakesRuns checks that one write over holes stores its pages as
+// runs of up to a leaf, split at leaf boundaries, so a read copies a leaf's
+// worth at a time; and that a later write into a run writes in place.
+func TestWriteMakesRuns(t *testing.T) {
+	_, f, h := newFile(t, Options{})
+	const start = 10 // pages: the write starts inside the first leaf
+	data := pattern(3*radixSize*pageSize, 3)
+	mustWrite(t, h, data, start*pageSize)
+	for idx, want := range map[int64]int{
+		start:               radixSize - start,
+		radixSize - 1:       1,
+		radixSize:           radixSize,
+		2*radixSize + 5:     radixSize - 5,
+		3 * radixSize:       start,
+		3*radixSize + 9:     1,
+		3*radixSize + start: 0,
+	} {
+		var b []byte
+		if leaf := f.pages.leaf(idx); leaf != nil {
+			b = leaf.data(idx & radixMask)
+		}
+		if len(b) != want*pageSize {
+			t.Errorf("page %d: %d bytes stored in a row, want %d pages", idx, len(b), want)
+		}
+	}
+	before := f.pages.leaf(radixSize).data(0)
+	mustWrite(t, h, pattern(5*pageSize, 9), (radixSize+1)*pageSize+7)
+	if after := f.pages.leaf(radixSize).data(0); len(after) != len(before) || &after[0] != &before[0] {
+		t.Errorf("an overwrite replaced the run")
+	}
+}
