@@ -81,14 +81,18 @@ func (t *pageTree) get(idx int64) *page {
 // idx&^radixMask to idx|radixMask, or nil if they are all holes. A reader
 // of consecutive pages walks the tree once per 64 pages this way.
 func (t *pageTree) leaf(idx int64) *rnode {
+	// Written to inline: a read calls it once per 64 pages.
 	top := t.top.Load()
-	if top == nil || idx >= span(top.height) {
+	if top == nil {
+		return nil
+	}
+	s := uint(radixShift * top.height)
+	if idx>>s != 0 { // past span(top.height)
 		return nil
 	}
 	n := top.root
-	for h := top.height - 1; h > 0; h-- {
-		n = (*rnode)(n.slot((idx >> uint(radixShift*h)) & radixMask))
-		if n == nil {
+	for s -= radixShift; s > 0; s -= radixShift {
+		if n = (*rnode)(n.slot(idx >> s & radixMask)); n == nil {
 			return nil
 		}
 	}

@@ -50,10 +50,16 @@ func (n *rnode) data(i int64) []byte {
 		return nil
 	}
 	if lr := n.runs.Load(); lr != nil {
-		if r := lr[i].Load(); r != nil {
-			if j := int(i) - r.first; uint(j) < uint(len(r.pages)) && &r.pages[j] == pg {
-				return unsafe.Slice(&r.pages[j][0], (len(r.pages)-j)*pageSize)
-			}
+		return lr.data(i, pg)
+	}
+	return pg[:]
+}
+
+// data is rnode.data for a leaf with runs: pg is the page in slot i.
+func (lr *leafRuns) data(i int64, pg *page) []byte {
+	if r := lr[i].Load(); r != nil {
+		if j := int(i) - r.first; uint(j) < uint(len(r.pages)) && &r.pages[j] == pg {
+			return unsafe.Slice(&r.pages[j][0], (len(r.pages)-j)*pageSize)
 		}
 	}
 	return pg[:]
