@@ -2,6 +2,9 @@ package tmpfs
 
 import (
 	"bytes"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -193,4 +196,92 @@ func TestWriteMakesRuns(t *testing.T) {
 	if after := f.pages.leaf(radixSize).data(0); len(after) != len(before) || &after[0] != &before[0] {
 		t.Errorf("an overwrite replaced the run")
 	}
+}
+
+// TestReadSnapshotPunch is TestReadSnapshot with holes punched into runs
+// while readers copy without a lock: the writer punches a random range of
+// pages and then rewrites the whole file with a new byte value, so a read
+// sees one value with at most one range of zeros. A read that copied a
+// run after its pages left the tree, or mixed two writes, breaks that.
+func TestReadSnapshotPunch(t *testing.T) {
+	_, _, h := newFile(t, Options{})
+	const size = 2 * radixSize * pageSize
+	mustWrite(t, h, bytes.Repeat([]byte{1}, size), 0)
+	iters := 1000
+	if testing.Short() || raceEnabled {
+		iters = 100
+	}
+	var stop atomic.Bool
+	var writer, readers sync.WaitGroup
+	writer.Add(1)
+	go func() {
+		defer writer.Done()
+		buf := make([]byte, size)
+		r := rand.New(rand.NewPCG(1, 2))
+		for v := 2; !stop.Load(); v++ {
+			lo := r.Int64N(size / pageSize)
+			hi := lo + 1 + r.Int64N(size/pageSize-lo)
+			if err := h.Fallocate(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, lo*pageSize, (hi-lo)*pageSize); err != nil {
+				t.Error(err)
+				return
+			}
+			for i := range buf {
+				buf[i] = byte(v%255 + 1)
+			}
+			if n, err := h.Write(buf, 0); n != size || err != nil {
+				t.Errorf("write: %d, %v", n, err)
+				return
+			}
+		}
+	}()
+	for r := range 2 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			buf := make([]byte, size)
+			a, b := buf[:size/3+5], buf[size/3+5:]
+			for i := range iters {
+				var n int
+				if (i+r)%2 == 0 {
+					n, _ = h.Read(buf, 0)
+				} else {
+					n, _ = h.ReadIter(iov.Vec([][]byte{a, b}), 0)
+				}
+				if n != size {
+					t.Errorf("read %d bytes, want %d", n, size)
+					return
+				}
+				// One value, and zeros in one range at most.
+				zeros := 0
+				if z0 := bytes.IndexByte(buf, 0); z0 >= 0 {
+					zeros = bytes.LastIndexByte(buf, 0) - z0 + 1
+				}
+				v := byte(0)
+				if i := bytes.IndexFunc(buf, func(r rune) bool { return r != 0 }); i >= 0 {
+					v = buf[i]
+				}
+				if v != 0 && bytes.Count(buf, []byte{v})+zeros != size {
+					t.Errorf("read a mix of two writes, or of a write and a punch: byte values at (first, last) offsets %v", distinct(buf))
+					return
+				}
+			}
+		}()
+	}
+	readers.Wait()
+	stop.Store(true)
+	writer.Wait()
+}
+
+// distinct returns the first and last offset of each byte value in b.
+func distinct(b []byte) map[byte][2]int {
+	m := map[byte][2]int{}
+	for i, c := range b {
+		r, ok := m[c]
+		if !ok {
+			r[0] = i
+		}
+		r[1] = i
+		m[c] = r
+	}
+	return m
 }
