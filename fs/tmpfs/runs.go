@@ -146,6 +146,12 @@ func (f *File) allocRun(idx, end int64) []byte {
 	if got == 0 {
 		return nil
 	}
+	if got > 8 && got&1 != 0 {
+		// Above 32 KiB Go allocates in 8 KiB pages: an odd count would
+		// waste 4 KiB, so the last page is left to the next call.
+		f.fs.releasePages(1)
+		got--
+	}
 	var pages []page
 	if got == 1 {
 		pages = unsafe.Slice(new(page), 1)

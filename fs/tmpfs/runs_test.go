@@ -191,6 +191,12 @@ func TestWriteMakesRuns(t *testing.T) {
 			t.Errorf("page %d: %d bytes stored in a row, want %d pages", idx, len(b), want)
 		}
 	}
+	// Nine pages: a run of eight and one page alone, since a 36 KiB
+	// allocation would take 40.
+	mustWrite(t, h, pattern(9*pageSize, 5), 4*radixSize*pageSize)
+	if a, b := len(f.pages.leaf(4*radixSize).data(0)), len(f.pages.leaf(4*radixSize).data(8)); a != 8*pageSize || b != pageSize {
+		t.Errorf("nine pages written at once: %d and %d bytes in a row, want 8 pages and 1", a, b)
+	}
 	before := f.pages.leaf(radixSize).data(0)
 	mustWrite(t, h, pattern(5*pageSize, 9), (radixSize+1)*pageSize+7)
 	if after := f.pages.leaf(radixSize).data(0); len(after) != len(before) || &after[0] != &before[0] {
