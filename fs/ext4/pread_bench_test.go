@@ -1,6 +1,7 @@
 package ext4_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/go-git/go-billy/v5/memfs"
 	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/internal/paired"
 )
 
 // BenchmarkExt4Pread reads 4 KiB at sequential offsets of a 1 MiB ext4
@@ -16,9 +19,11 @@ import (
 // over the imported image (default: one host pread per read; dax: a copy
 // out of the device's mapping) or on a RAM disk, against go-billy's memfs
 // ReadAt of the same bytes: the shape of the tmpfs package's
-// BenchmarkTmpfsPread, so the two compare. ns/op of a parallel variant is
-// wall time over all goroutines' reads: one goroutine's time per read is
-// that times GOMAXPROCS.
+// BenchmarkTmpfsPreadPaired, in the same interleaved rounds
+// (internal/paired; -benchtime 20x for 20 rounds). The metrics are
+// per-round medians: <variant>-ns/op per read (per goroutine for
+// -parallel), <variant>/billy, and <variant>-parallel/<variant> (1 for
+// perfect scaling).
 func BenchmarkExt4Pread(b *testing.B) {
 	const fileSize = 1 << 20
 	data := make([]byte, fileSize)
@@ -28,37 +33,39 @@ func BenchmarkExt4Pread(b *testing.B) {
 			t.Fatal(err)
 		}
 	}, "-t", "ext4", "-b", "4096")
-	bench := func(b *testing.B, open func(b *testing.B) func([]byte, int64) (int, error)) {
-		b.Run("4KiB", func(b *testing.B) {
-			pread := open(b)
-			buf := make([]byte, 4096)
-			b.SetBytes(4096)
-			b.ReportAllocs()
-			off := int64(0)
-			for b.Loop() {
-				if n, err := pread(buf, off); n != len(buf) {
-					b.Fatal(n, err)
-				}
-				off = (off + 4096) % fileSize
+	// reader returns one goroutine's read: its own buffer and position,
+	// the position on a cache line of its own.
+	reader := func(pread func([]byte, int64) (int, error)) func() error {
+		g := &struct {
+			_   [64]byte
+			off int64
+			_   [64]byte
+		}{}
+		buf := make([]byte, 4096)
+		return func() error {
+			if n, err := pread(buf, g.off); n != len(buf) {
+				return fmt.Errorf("pread at %d: %d, %v", g.off, n, err)
 			}
-		})
-		b.Run("4KiB/parallel", func(b *testing.B) {
-			pread := open(b)
-			b.SetBytes(4096)
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				buf := make([]byte, 4096)
-				off := int64(0)
-				for pb.Next() {
-					if n, err := pread(buf, off); n != len(buf) {
-						b.Error(n, err)
-						return
-					}
-					off = (off + 4096) % fileSize
-				}
-			})
-		})
+			g.off = (g.off + 4096) % fileSize
+			return nil
+		}
 	}
+	type impl struct {
+		name  string
+		pread func([]byte, int64) (int, error)
+	}
+	bfs := memfs.New()
+	bf, err := bfs.Create("/f")
+	if err != nil {
+		b.Fatal(err)
+	}
+	bf.Write(data)
+	bf.Close()
+	// One handle for all goroutines, as the descriptor below is.
+	if bf, err = bfs.Open("/f"); err != nil {
+		b.Fatal(err)
+	}
+	impls := []impl{{"billy", bf.ReadAt}}
 	for _, mode := range []struct {
 		name string
 		src  source
@@ -69,30 +76,23 @@ func BenchmarkExt4Pread(b *testing.B) {
 		{"dax-loop", viaLoop, "dax"},
 		{"dax-ram", viaRAM, "dax"},
 	} {
-		b.Run(mode.name, func(b *testing.B) {
-			p := mountImage(b, img, mode.src, mode.opts)
-			fd, err := p.Open("/mnt/file", unix.O_RDONLY, 0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { p.Close(fd) })
-			bench(b, func(*testing.B) func([]byte, int64) (int, error) {
-				return func(buf []byte, off int64) (int, error) { return p.Pread(fd, buf, off) }
-			})
-		})
-	}
-	b.Run("billy", func(b *testing.B) {
-		fs := memfs.New()
-		f, err := fs.Create("/f")
+		p := mountImage(b, img, mode.src, mode.opts)
+		fd, err := p.Open("/mnt/file", unix.O_RDONLY, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
-		f.Write(data)
-		f.Close()
-		// One handle for all goroutines, as the descriptor above is.
-		if f, err = fs.Open("/f"); err != nil {
-			b.Fatal(err)
+		b.Cleanup(func() { p.Close(fd) })
+		impls = append(impls, impl{mode.name, func(buf []byte, off int64) (int, error) { return p.Pread(fd, buf, off) }})
+	}
+	var vs []paired.Variant
+	for _, parallel := range []bool{false, true} {
+		for _, im := range impls {
+			v := paired.Variant{Name: im.name, Parallel: parallel, Open: func(*testing.B) func() error { return reader(im.pread) }}
+			if parallel {
+				v.Against, v.Name = v.Name, v.Name+"-parallel"
+			}
+			vs = append(vs, v)
 		}
-		bench(b, func(*testing.B) func([]byte, int64) (int, error) { return f.ReadAt })
-	})
+	}
+	b.Run("4KiB", func(b *testing.B) { paired.Run(b, 5000, vs...) })
 }
