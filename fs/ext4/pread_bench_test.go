@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/go-git/go-billy/v5/memfs"
@@ -16,8 +17,8 @@ import (
 // BenchmarkExt4Pread reads 4 KiB at sequential offsets of a 1 MiB ext4
 // file through pread(2) on iovfs, on one goroutine and on GOMAXPROCS
 // goroutines sharing one descriptor, with the file system on a loop device
-// over the imported image (default: one host pread per read; dax: a copy
-// out of the device's mapping) or on a RAM disk, against go-billy's memfs
+// over the imported image (default: one host pread per read; dax-loop: a
+// copy out of the device's mapping) or on a RAM disk, against go-billy's memfs
 // ReadAt of the same bytes: the shape of the tmpfs package's
 // BenchmarkTmpfsPreadPaired, in the same interleaved rounds
 // (internal/paired; -benchtime 20x for 20 rounds). The metrics are
@@ -66,16 +67,9 @@ func BenchmarkExt4Pread(b *testing.B) {
 		b.Fatal(err)
 	}
 	impls := []impl{{"billy", bf.ReadAt}}
-	for _, mode := range []struct {
-		name string
-		src  source
-		opts string
-	}{
-		{"default-loop", viaLoop, ""},
-		{"default-ram", viaRAM, ""},
-		{"dax-loop", viaLoop, "dax"},
-		{"dax-ram", viaRAM, "dax"},
-	} {
+	ram := modes[0] // default, from a RAM disk
+	ram.name, ram.src = "default-ram", viaRAM
+	for _, mode := range append(slices.Clone(modes), ram) {
 		p := mountImage(b, img, mode.src, mode.opts)
 		fd, err := p.Open("/mnt/file", unix.O_RDONLY, 0)
 		if err != nil {

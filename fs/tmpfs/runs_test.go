@@ -2,8 +2,8 @@ package tmpfs
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"unsafe"
@@ -111,14 +111,7 @@ func TestFileRuns(t *testing.T) {
 			case 0, 1: // write, writev
 				off, n := offset.Draw(t, "off"), length.Draw(t, "len")
 				p := pattern(n, rapid.Byte().Draw(t, "seed"))
-				var got int
-				var err error
-				if op == 0 {
-					got, err = h.Write(p, off)
-				} else {
-					got, err = h.WriteIter(iov.Vec(split(t, p)), off)
-				}
-				if got != n || err != nil {
+				if got, err := writeOrWritev(t, h, op == 1, p, off); got != n || err != nil {
 					t.Fatalf("write %d at %d: %d, %v", n, off, got, err)
 				}
 				if n > 0 {
@@ -217,11 +210,7 @@ func TestReadSnapshotPunch(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		iters = 100
 	}
-	var stop atomic.Bool
-	var writer, readers sync.WaitGroup
-	writer.Add(1)
-	go func() {
-		defer writer.Done()
+	readersAgainst(t, h, size, iters, func(stop *atomic.Bool) {
 		buf := make([]byte, size)
 		r := rand.New(rand.NewPCG(1, 2))
 		for v := 2; !stop.Load(); v++ {
@@ -239,43 +228,24 @@ func TestReadSnapshotPunch(t *testing.T) {
 				return
 			}
 		}
-	}()
-	for r := range 2 {
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
-			buf := make([]byte, size)
-			a, b := buf[:size/3+5], buf[size/3+5:]
-			for i := range iters {
-				var n int
-				if (i+r)%2 == 0 {
-					n, _ = h.Read(buf, 0)
-				} else {
-					n, _ = h.ReadIter(iov.Vec([][]byte{a, b}), 0)
-				}
-				if n != size {
-					t.Errorf("read %d bytes, want %d", n, size)
-					return
-				}
-				// One value, and zeros in one range at most.
-				zeros := 0
-				if z0 := bytes.IndexByte(buf, 0); z0 >= 0 {
-					zeros = bytes.LastIndexByte(buf, 0) - z0 + 1
-				}
-				v := byte(0)
-				if i := bytes.IndexFunc(buf, func(r rune) bool { return r != 0 }); i >= 0 {
-					v = buf[i]
-				}
-				if v != 0 && bytes.Count(buf, []byte{v})+zeros != size {
-					t.Errorf("read a mix of two writes, or of a write and a punch: byte values at (first, last) offsets %v", distinct(buf))
-					return
-				}
-			}
-		}()
-	}
-	readers.Wait()
-	stop.Store(true)
-	writer.Wait()
+	}, func(buf []byte, n int) string {
+		if n != size {
+			return fmt.Sprintf("read %d bytes, want %d", n, size)
+		}
+		// One value, and zeros in one range at most.
+		zeros := 0
+		if z0 := bytes.IndexByte(buf, 0); z0 >= 0 {
+			zeros = bytes.LastIndexByte(buf, 0) - z0 + 1
+		}
+		v := byte(0)
+		if i := bytes.IndexFunc(buf, func(r rune) bool { return r != 0 }); i >= 0 {
+			v = buf[i]
+		}
+		if v != 0 && bytes.Count(buf, []byte{v})+zeros != size {
+			return fmt.Sprintf("read a mix of two writes, or of a write and a punch: byte values at (first, last) offsets %v", distinct(buf))
+		}
+		return ""
+	})
 }
 
 // distinct returns the first and last offset of each byte value in b.
