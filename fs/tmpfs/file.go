@@ -227,7 +227,7 @@ func (f *File) copyTo(p []byte, off int64) int {
 		}
 		var src []byte
 		if leaf != nil {
-			src = leaf.data(idx & radixMask)
+			src = leaf.data(idx&radixMask, po+len(p)-n)
 		}
 		var k int
 		if src != nil {
@@ -283,7 +283,7 @@ func (f *File) copyToIter(dst iov.Iter, off int64) int {
 		}
 		var src []byte
 		if leaf != nil {
-			src = leaf.data(idx & radixMask)
+			src = leaf.data(idx&radixMask, po+dst.Len())
 		}
 		var k int
 		if src != nil {
@@ -396,7 +396,7 @@ func (f *File) pageForWrite(off, end int64) []byte {
 	idx := off >> pageShift
 	var b []byte
 	if leaf := f.pages.leaf(idx); leaf != nil {
-		b = leaf.data(idx & radixMask)
+		b = leaf.data(idx&radixMask, int(min(end-off+off&pageMask, maxRun)))
 	}
 	if b == nil {
 		if b = f.allocRun(idx, end); b == nil {

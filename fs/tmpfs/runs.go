@@ -38,19 +38,25 @@ type pageRun struct {
 	first int    // the slot of pages[0]
 }
 
+// maxRun is the most bytes a run holds: a leaf's pages.
+const maxRun = radixSize * pageSize
+
 // leafRuns is the run record of a leaf, one entry per slot.
 type leafRuns [radixSize]atomic.Pointer[pageRun]
 
 // data returns the bytes stored contiguously from the start of the page
-// in slot i of leaf n: the page's 4 KiB, or through the end of its run.
-// It returns nil for a hole. Readers may hold no lock (see above).
-func (n *rnode) data(i int64) []byte {
+// in slot i of leaf n: the page's 4 KiB, or, if want (the bytes the caller
+// would take from the page's start on) is more, through the end of its
+// run. It returns nil for a hole. Readers may hold no lock (see above).
+func (n *rnode) data(i int64, want int) []byte {
 	pg := (*page)(n.slot(i))
 	if pg == nil {
 		return nil
 	}
-	if lr := n.runs.Load(); lr != nil {
-		return lr.data(i, pg)
+	if want > pageSize { // a read within one page skips the run lookup
+		if lr := n.runs.Load(); lr != nil {
+			return lr.data(i, pg)
+		}
 	}
 	return pg[:]
 }

@@ -22,7 +22,7 @@ func checkRuns(t *rapid.T, tree *pageTree, model map[int64]*page, lo, hi int64) 
 	for idx := lo; idx < hi; idx++ {
 		var b []byte
 		if leaf := tree.leaf(idx); leaf != nil {
-			b = leaf.data(idx & radixMask)
+			b = leaf.data(idx&radixMask, maxRun)
 		}
 		pg := model[idx]
 		if pg == nil {
@@ -67,7 +67,7 @@ func TestPageRuns(t *testing.T) {
 				for k := range pages {
 					model[idx+int64(k)] = &pages[k]
 				}
-				if b := tree.leaf(idx).data(idx & radixMask); len(b) != n*pageSize {
+				if b := tree.leaf(idx).data(idx&radixMask, maxRun); len(b) != n*pageSize {
 					t.Fatalf("run of %d at %d reads as %d bytes", n, idx, len(b))
 				}
 			case 1: // one page
@@ -178,7 +178,7 @@ func TestWriteMakesRuns(t *testing.T) {
 	} {
 		var b []byte
 		if leaf := f.pages.leaf(idx); leaf != nil {
-			b = leaf.data(idx & radixMask)
+			b = leaf.data(idx&radixMask, maxRun)
 		}
 		if len(b) != want*pageSize {
 			t.Errorf("page %d: %d bytes stored in a row, want %d pages", idx, len(b), want)
@@ -187,12 +187,16 @@ func TestWriteMakesRuns(t *testing.T) {
 	// Nine pages: a run of eight and one page alone, since a 36 KiB
 	// allocation would take 40.
 	mustWrite(t, h, pattern(9*pageSize, 5), 4*radixSize*pageSize)
-	if a, b := len(f.pages.leaf(4*radixSize).data(0)), len(f.pages.leaf(4*radixSize).data(8)); a != 8*pageSize || b != pageSize {
+	if a, b := len(f.pages.leaf(4*radixSize).data(0, maxRun)), len(f.pages.leaf(4*radixSize).data(8, maxRun)); a != 8*pageSize || b != pageSize {
 		t.Errorf("nine pages written at once: %d and %d bytes in a row, want 8 pages and 1", a, b)
 	}
-	before := f.pages.leaf(radixSize).data(0)
+	// A caller that wants no more than the page gets the page alone.
+	if b := f.pages.leaf(radixSize).data(3, pageSize); len(b) != pageSize {
+		t.Errorf("data(3, pageSize) in a run: %d bytes", len(b))
+	}
+	before := f.pages.leaf(radixSize).data(0, maxRun)
 	mustWrite(t, h, pattern(5*pageSize, 9), (radixSize+1)*pageSize+7)
-	if after := f.pages.leaf(radixSize).data(0); len(after) != len(before) || &after[0] != &before[0] {
+	if after := f.pages.leaf(radixSize).data(0, maxRun); len(after) != len(before) || &after[0] != &before[0] {
 		t.Errorf("an overwrite replaced the run")
 	}
 }
