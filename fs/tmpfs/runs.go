@@ -11,8 +11,8 @@ package tmpfs
 // i, or nil for a page allocated alone (or a hole). Invariant, with
 // File.mu held and for a reader whose seqcount check passes: if runs[i]
 // is r, then every slot r covers holds r's page for it. A page leaves
-// the tree only through cutRuns first, which replaces each run that
-// holds a dropped slot by what is left of it on either side.
+// the tree only through cutRuns first, which dissolves each run that
+// holds a dropped slot (the pages it keeps become pages alone).
 //
 // Memory ordering. A pageRun never changes once stored; runs[i] is
 // loaded and stored atomically. A lock-free reader (File.seq) that loads
@@ -22,9 +22,10 @@ package tmpfs
 // one live allocation, and the seqcount check throws the bytes away if
 // they were torn.
 //
-// A page dropped from a run (truncate, punch hole) goes back to the size
-// limit at once but to Go's heap only with the last page of its run: a
-// run is one allocation.
+// A run is one allocation, so a page dropped from one (truncate, punch
+// hole) would keep the whole array alive: cutRuns copies the pages the run
+// keeps to pages of their own instead, and the array goes with the last
+// reader that holds it.
 
 import (
 	"sync/atomic"
@@ -93,9 +94,11 @@ func (t *pageTree) insertRun(idx int64, pages []page) {
 }
 
 // cutRuns takes slots [lo, hi) of leaf n out of the runs that hold them,
-// before their pages leave the tree: the rest of such a run on either
-// side becomes a run of its own, or none if one page is left. File.mu
-// must be held for writing.
+// before their pages leave the tree. The pages such a run keeps are
+// copied to pages of their own (each is copied once at most, since a page
+// alone is in no run), so that the run's array goes back to Go's heap with
+// the pages dropped: a file never holds memory its pages do not count.
+// File.mu must be held for writing.
 func (n *rnode) cutRuns(lo, hi int) {
 	lr := n.runs.Load()
 	if lr == nil {
@@ -107,28 +110,16 @@ func (n *rnode) cutRuns(lo, hi int) {
 			continue
 		}
 		end := r.first + len(r.pages)
-		left, right := r.sub(r.first, i), r.sub(hi, end)
 		for s := r.first; s < end; s++ {
-			switch {
-			case s < i:
-				lr[s].Store(left)
-			case s >= hi:
-				lr[s].Store(right)
-			default:
-				lr[s].Store(nil)
+			lr[s].Store(nil)
+			if s < lo || s >= hi {
+				pg := new(page)
+				*pg = r.pages[s-r.first]
+				atomic.StorePointer(&n.slots[s], unsafe.Pointer(pg))
 			}
 		}
 		i = end - 1
 	}
-}
-
-// sub returns the run of r's pages in slots [lo, hi), or nil if that is
-// fewer than two pages.
-func (r *pageRun) sub(lo, hi int) *pageRun {
-	if hi-lo < 2 {
-		return nil
-	}
-	return &pageRun{pages: r.pages[lo-r.first : hi-r.first], first: lo}
 }
 
 // allocRun allocates the pages for the holes from idx on, up to the page

@@ -2,6 +2,7 @@ package tmpfs
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
@@ -14,79 +15,118 @@ import (
 	"pgregory.net/rapid"
 )
 
-// checkRuns checks, for every page of model, that the tree's data at its
-// index is the page's own memory followed by the model's pages at the
-// following indexes (a run never claims a page the tree does not hold
-// there), within the page's leaf; and that every hole reads as nil.
-func checkRuns(t *rapid.T, tree *pageTree, model map[int64]*page, lo, hi int64) {
+// modelPage is a page of TestPageRuns's model: the number written at the
+// page's start, and the run it is in: the index after the run's last page,
+// or 0 for a page alone.
+type modelPage struct {
+	id  uint64
+	end int64
+}
+
+// checkRuns checks every index from lo to hi against model: a hole reads
+// as nil; a page alone reads as its 4 KiB, and a page of a run as the
+// bytes through the end of its run, each 4 KiB of them the page the model
+// has at that index (by the number at its start).
+func checkRuns(t *rapid.T, tree *pageTree, model map[int64]modelPage, lo, hi int64) {
 	for idx := lo; idx < hi; idx++ {
 		var b []byte
 		if leaf := tree.leaf(idx); leaf != nil {
 			b = leaf.data(idx&radixMask, maxRun)
 		}
-		pg := model[idx]
-		if pg == nil {
+		mp, ok := model[idx]
+		if !ok {
 			if b != nil {
 				t.Fatalf("hole %d has %d bytes", idx, len(b))
 			}
 			continue
 		}
-		if len(b) == 0 || len(b)%pageSize != 0 || idx&radixMask+int64(len(b)/pageSize) > radixSize {
-			t.Fatalf("page %d: %d bytes", idx, len(b))
+		want := int64(1)
+		if mp.end != 0 {
+			want = mp.end - idx
 		}
-		for k := int64(0); k < int64(len(b)/pageSize); k++ {
-			if want := model[idx+k]; want == nil || unsafe.Pointer(&b[k*pageSize]) != unsafe.Pointer(want) {
-				t.Fatalf("page %d: byte %d of its run is not page %d", idx, k*pageSize, idx+k)
+		if int64(len(b)) != want*pageSize {
+			t.Fatalf("page %d: %d bytes in a row, want %d pages", idx, len(b), want)
+		}
+		for k := int64(0); k < want; k++ {
+			if got := binary.LittleEndian.Uint64(b[k*pageSize:]); got != model[idx+k].id {
+				t.Fatalf("page %d: page %d of its run holds page %d", idx, k, got)
 			}
 		}
 	}
 }
 
-// TestPageRuns checks runs (runs.go) against a map of pages: runs
-// inserted, single pages inserted, pages removed (punch hole) and the tree
-// truncated, near leaf boundaries, with data checked at every index after
-// every step. A run just inserted must read as one piece.
+// TestPageRuns checks runs (runs.go) against a model of pages and runs:
+// runs inserted, single pages inserted, pages removed (punch hole) and the
+// tree truncated, near leaf boundaries, with data checked at every index
+// after every step. A run reads as one piece until a page of it leaves
+// the tree; then the pages it keeps read as pages alone, with their bytes.
 func TestPageRuns(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var tree pageTree
-		model := map[int64]*page{}
+		model := map[int64]modelPage{}
+		nextID := uint64(1)
+		newID := func(pg *page) uint64 {
+			binary.LittleEndian.PutUint64(pg[:], nextID)
+			nextID++
+			return nextID - 1
+		}
+		// cut marks the pages of the runs that lose page idx as alone.
+		cut := func(idx int64) {
+			mp, ok := model[idx]
+			if !ok || mp.end == 0 {
+				return
+			}
+			for j := idx; j >= 0 && model[j].end == mp.end; j-- {
+				model[j] = modelPage{id: model[j].id}
+			}
+			for j := idx + 1; j < mp.end; j++ {
+				model[j] = modelPage{id: model[j].id}
+			}
+		}
 		const hi = 3 * radixSize
 		index := rapid.Int64Range(0, hi-1)
 		for range rapid.IntRange(1, 40).Draw(t, "ops") {
 			switch rapid.IntRange(0, 3).Draw(t, "op") {
 			case 0: // a run over holes, within one leaf
 				idx := index.Draw(t, "idx")
-				if model[idx] != nil {
+				if _, ok := model[idx]; ok {
 					continue
 				}
-				n := 1
-				for want := rapid.IntRange(1, radixSize).Draw(t, "n"); n < want && (idx+int64(n))&radixMask != 0 && model[idx+int64(n)] == nil; n++ {
+				n := int64(1)
+				for want := rapid.Int64Range(1, radixSize).Draw(t, "n"); n < want && (idx+n)&radixMask != 0; n++ {
+					if _, ok := model[idx+n]; ok {
+						break
+					}
 				}
 				pages := make([]page, n)
 				tree.insertRun(idx, pages)
 				for k := range pages {
-					model[idx+int64(k)] = &pages[k]
-				}
-				if b := tree.leaf(idx).data(idx&radixMask, maxRun); len(b) != n*pageSize {
-					t.Fatalf("run of %d at %d reads as %d bytes", n, idx, len(b))
+					mp := modelPage{id: newID(&pages[k])}
+					if n > 1 {
+						mp.end = idx + n
+					}
+					model[idx+int64(k)] = mp
 				}
 			case 1: // one page
-				if idx := index.Draw(t, "idx"); model[idx] == nil {
+				if idx := index.Draw(t, "idx"); model[idx].id == 0 {
 					pg := new(page)
+					model[idx] = modelPage{id: newID(pg)}
 					tree.insert(idx, pg)
-					model[idx] = pg
 				}
 			case 2: // punch one page
 				idx := index.Draw(t, "idx")
-				if got := tree.remove(idx); got != (model[idx] != nil) {
+				_, ok := model[idx]
+				if got := tree.remove(idx); got != ok {
 					t.Fatalf("remove(%d) = %v", idx, got)
 				}
+				cut(idx)
 				delete(model, idx)
 			case 3: // truncate
 				first := index.Draw(t, "first")
 				tree.truncate(first)
 				for j := range model {
 					if j >= first {
+						cut(j)
 						delete(model, j)
 					}
 				}
@@ -193,6 +233,27 @@ func TestWriteMakesRuns(t *testing.T) {
 	// A caller that wants no more than the page gets the page alone.
 	if b := f.pages.leaf(radixSize).data(3, pageSize); len(b) != pageSize {
 		t.Errorf("data(3, pageSize) in a run: %d bytes", len(b))
+	}
+	// A punch into a run copies the pages it keeps out of the run's array,
+	// so that the array can be freed.
+	run := f.pages.leaf(4*radixSize).data(0, maxRun)
+	if err := h.Fallocate(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, (4*radixSize+2)*pageSize, pageSize); err != nil {
+		t.Fatal(err)
+	}
+	for i := int64(0); i < 8; i++ {
+		b := f.pages.leaf(4*radixSize).data(i, maxRun)
+		if i == 2 {
+			if b != nil {
+				t.Errorf("punched page 2 of the run still there")
+			}
+			continue
+		}
+		if len(b) != pageSize || !bytes.Equal(b, pattern(9*pageSize, 5)[i*pageSize:(i+1)*pageSize]) {
+			t.Errorf("page %d of a punched run: %d bytes, or not its own", i, len(b))
+		}
+		if p := uintptr(unsafe.Pointer(&b[0])); p >= uintptr(unsafe.Pointer(&run[0])) && p < uintptr(unsafe.Pointer(&run[0]))+uintptr(len(run)) {
+			t.Errorf("page %d of a punched run is still in the run's array", i)
+		}
 	}
 	before := f.pages.leaf(radixSize).data(0, maxRun)
 	mustWrite(t, h, pattern(5*pageSize, 9), (radixSize+1)*pageSize+7)
