@@ -20,7 +20,9 @@ package tmpfs
 // different moments, so it uses r only if pg is r's page for slot i, and
 // then copies only from r's array: whatever it loaded, it reads memory of
 // one live allocation, and the seqcount check throws the bytes away if
-// they were torn.
+// they were torn. cutRuns stores a kept page's copy into its slot
+// atomically, after clearing the slot's run; a reader that loaded the old
+// page reads it, unchanged, from memory the garbage collector keeps.
 //
 // A run is one allocation, so a page dropped from one (truncate, punch
 // hole) would keep the whole array alive: cutRuns copies the pages the run
