@@ -173,6 +173,7 @@ func (t *pageTree) remove(idx int64) bool {
 	if path[0].slots[slot[0]] == nil {
 		return false
 	}
+	path[0].cutRuns(slot[0], slot[0]+1)
 	atomic.StorePointer(&path[0].slots[slot[0]], nil)
 	for h := 0; h < top.height; h++ {
 		path[h].pages--

@@ -207,7 +207,8 @@ func (f *File) readShared(p []byte, off int64) int {
 }
 
 // copyTo copies the file's bytes at off into p and returns the count.
-// size is loaded once: a lock-free reader may see it change.
+// size is loaded once: a lock-free reader may see it change. A run of
+// pages (runs.go) is copied in one piece.
 func (f *File) copyTo(p []byte, off int64) int {
 	size := atomic.LoadInt64(&f.size)
 	if off >= size {
@@ -224,13 +225,13 @@ func (f *File) copyTo(p []byte, off int64) int {
 		if n == 0 || idx&radixMask == 0 {
 			leaf = f.pages.leaf(idx)
 		}
-		var pg *page
+		var src []byte
 		if leaf != nil {
-			pg = (*page)(leaf.slot(idx & radixMask))
+			src = leaf.data(idx&radixMask, po+len(p)-n)
 		}
 		var k int
-		if pg != nil {
-			k = copy(p[n:], pg[po:])
+		if src != nil {
+			k = copy(p[n:], src[po:])
 		} else { // a hole
 			k = min(len(p)-n, pageSize-po)
 			clear(p[n : n+k])
@@ -280,15 +281,15 @@ func (f *File) copyToIter(dst iov.Iter, off int64) int {
 		if n == 0 || idx&radixMask == 0 {
 			leaf = f.pages.leaf(idx)
 		}
-		k := min(dst.Len(), pageSize-po)
-		var pg *page
+		var src []byte
 		if leaf != nil {
-			pg = (*page)(leaf.slot(idx & radixMask))
+			src = leaf.data(idx&radixMask, po+dst.Len())
 		}
-		if pg != nil {
-			k = dst.CopyOut(pg[po : po+k])
+		var k int
+		if src != nil {
+			k = dst.CopyOut(src[po:])
 		} else {
-			k = dst.Zero(k)
+			k = dst.Zero(pageSize - po)
 		}
 		n += k
 		off += int64(k)
@@ -317,11 +318,11 @@ func (f *File) writeLocked(p []byte, off int64) (int, error) {
 	p = p[:room]
 	n := 0
 	for n < len(p) {
-		pg := f.pageForWrite(off)
-		if pg == nil {
+		b := f.pageForWrite(off, off+int64(len(p)-n))
+		if b == nil {
 			break
 		}
-		k := copy(pg[off&pageMask:], p[n:])
+		k := copy(b, p[n:])
 		n += k
 		off += int64(k)
 	}
@@ -346,12 +347,11 @@ func (f *File) writeIterLocked(src iov.Iter, off int64) (int, error) {
 	src.Truncate(room)
 	n := 0
 	for src.Len() > 0 {
-		pg := f.pageForWrite(off)
-		if pg == nil {
+		b := f.pageForWrite(off, off+int64(src.Len()))
+		if b == nil {
 			break
 		}
-		po := int(off & pageMask)
-		k := src.CopyIn(pg[po:min(pageSize, po+src.Len())])
+		k := src.CopyIn(b)
 		n += k
 		off += int64(k)
 	}
@@ -388,20 +388,29 @@ func (f *File) startWrite(off int64, count int) (int, error) {
 	return room, nil
 }
 
-// pageForWrite returns the page that holds off, allocating it if it is a
-// hole, or nil when the size limit is reached.
-func (f *File) pageForWrite(off int64) *page {
+// pageForWrite returns the file's bytes from off to end that are stored
+// contiguously (the rest of off's page, or of its run), allocating the
+// holes among them (allocRun), and marks their pages written; nil means
+// the size limit is reached. end > off.
+func (f *File) pageForWrite(off, end int64) []byte {
 	idx := off >> pageShift
-	if pg := f.pages.get(idx); pg != nil {
-		f.written(idx)
-		return pg
+	var b []byte
+	if leaf := f.pages.leaf(idx); leaf != nil {
+		b = leaf.data(idx&radixMask, int(min(end-off+off&pageMask, maxRun)))
 	}
-	if !f.fs.reservePage() {
-		return nil
+	if b == nil {
+		if b = f.allocRun(idx, end); b == nil {
+			return nil
+		}
 	}
-	pg := new(page)
-	f.pages.insert(idx, pg)
-	return pg
+	b = b[off&pageMask:]
+	if int64(len(b)) > end-off {
+		b = b[:end-off]
+	}
+	if len(f.unwritten.r) != 0 {
+		f.unwritten.removeRange(idx, (off+int64(len(b))+pageMask)>>pageShift)
+	}
+	return b
 }
 
 // endWrite grows the size to end, the offset after the last byte written.

@@ -304,6 +304,8 @@ func TestNoAllocs(t *testing.T) {
 		{"Read 4KiB unaligned (pread)", func() { h.Read(buf, 12345) }},
 		{"ReadIter 4KiB", func() { h.ReadIter(iov.Buf(buf), 8192) }},
 		{"ReadIter 16x4KiB", func() { h.ReadIter(iov.Vec(segs), 3) }},
+		{"Read 64KiB across runs", func() { h.Read(big, 56*pageSize+9) }},
+		{"ReadIter 16x4KiB across runs", func() { h.ReadIter(iov.Vec(segs), 120*pageSize) }},
 		{"Write 4KiB overwrite", func() { h.Write(buf, 4096) }},
 		{"Write 4KiB unaligned overwrite", func() { h.Write(buf, 777) }},
 		{"WriteIter 4KiB overwrite", func() { h.WriteIter(iov.Buf(buf), 4096) }},

@@ -95,6 +95,15 @@ func split(t *rapid.T, p []byte) [][]byte {
 	return append(segs, p[prev:])
 }
 
+// writeOrWritev writes p at off through Write, or through WriteIter with
+// p split into segments at random points.
+func writeOrWritev(t *rapid.T, h *OpenFile, vectored bool, p []byte, off int64) (int, error) {
+	if vectored {
+		return h.WriteIter(iov.Vec(split(t, p)), off)
+	}
+	return h.Write(p, off)
+}
+
 // TestModel checks random writes, vectored writes, appends, truncations,
 // reads and seeks against fileModel.
 func TestModel(t *testing.T) {
@@ -111,13 +120,7 @@ func TestModel(t *testing.T) {
 			case 0, 1: // write, writev
 				off, n := offset.Draw(t, "off"), length.Draw(t, "len")
 				p := pattern(n, rapid.Byte().Draw(t, "seed"))
-				var got int
-				var err error
-				if op == 0 {
-					got, err = h.Write(p, off)
-				} else {
-					got, err = h.WriteIter(iov.Vec(split(t, p)), off)
-				}
+				got, err := writeOrWritev(t, h, op == 1, p, off)
 				want, werr := m.write(p, off)
 				if got != want || errno(err) != werr {
 					t.Fatalf("write %d at %d: %d, %v; model %d, %v", n, off, got, err, want, werr)

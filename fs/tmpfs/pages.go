@@ -44,6 +44,9 @@ type rnode struct {
 	slots [radixSize]unsafe.Pointer
 	// pages counts the pages below this node; a node with none is removed.
 	pages int64
+	// runs, at height 1, records which slots hold pages of one allocation
+	// (runs.go); nil until the leaf holds a run.
+	runs atomic.Pointer[leafRuns]
 }
 
 // pageTree maps page indexes to pages.
@@ -78,14 +81,18 @@ func (t *pageTree) get(idx int64) *page {
 // idx&^radixMask to idx|radixMask, or nil if they are all holes. A reader
 // of consecutive pages walks the tree once per 64 pages this way.
 func (t *pageTree) leaf(idx int64) *rnode {
+	// Written to inline: a read calls it once per 64 pages.
 	top := t.top.Load()
-	if top == nil || idx >= span(top.height) {
+	if top == nil {
+		return nil
+	}
+	s := uint(radixShift * top.height)
+	if idx>>s != 0 { // past span(top.height)
 		return nil
 	}
 	n := top.root
-	for h := top.height - 1; h > 0; h-- {
-		n = (*rnode)(n.slot((idx >> uint(radixShift*h)) & radixMask))
-		if n == nil {
+	for s -= radixShift; s > 0; s -= radixShift {
+		if n = (*rnode)(n.slot(idx >> s & radixMask)); n == nil {
 			return nil
 		}
 	}
@@ -156,6 +163,9 @@ func (t *pageTree) truncate(first int64) int64 {
 // is relative to n's first index.
 func truncNode(n *rnode, h int, rel int64) int64 {
 	shift := radixShift * (h - 1)
+	if h == 1 {
+		n.cutRuns(int(rel), radixSize)
+	}
 	var freed int64
 	for i := rel >> shift; i < radixSize; i++ {
 		s := &n.slots[i]

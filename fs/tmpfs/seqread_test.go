@@ -2,6 +2,7 @@ package tmpfs
 
 import (
 	"bytes"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,11 +26,7 @@ func TestReadSnapshot(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		iters = 200
 	}
-	var stop atomic.Bool
-	var writer, readers sync.WaitGroup
-	writer.Add(1)
-	go func() {
-		defer writer.Done()
+	readersAgainst(t, h, size, iters, func(stop *atomic.Bool) {
 		buf := make([]byte, size)
 		for v := 2; !stop.Load(); v++ {
 			if v%8 == 0 {
@@ -46,6 +43,28 @@ func TestReadSnapshot(t *testing.T) {
 				return
 			}
 		}
+	}, func(buf []byte, n int) string {
+		if n != 0 && n != size {
+			return fmt.Sprintf("read %d bytes, want 0 or %d", n, size)
+		}
+		if n == size && bytes.Count(buf, buf[:1]) != size {
+			return "read a mix of two writes"
+		}
+		return ""
+	})
+}
+
+// readersAgainst runs writer, a loop of changes to h's file until stop is
+// set, against two readers that each read the file's first size bytes
+// iters times, alternately with Read and with a two-segment ReadIter, and
+// give each read to check, which says what is wrong with it, or "".
+func readersAgainst(t *testing.T, h *OpenFile, size, iters int, writer func(stop *atomic.Bool), check func(buf []byte, n int) string) {
+	var stop atomic.Bool
+	var w, readers sync.WaitGroup
+	w.Add(1)
+	go func() {
+		defer w.Done()
+		writer(&stop)
 	}()
 	for r := range 2 {
 		readers.Add(1)
@@ -60,12 +79,8 @@ func TestReadSnapshot(t *testing.T) {
 				} else {
 					n, _ = h.ReadIter(iov.Vec([][]byte{a, b}), 0)
 				}
-				if n != 0 && n != size {
-					t.Errorf("read %d bytes, want 0 or %d", n, size)
-					return
-				}
-				if n == size && bytes.Count(buf, buf[:1]) != size {
-					t.Errorf("read a mix of two writes")
+				if msg := check(buf, n); msg != "" {
+					t.Error(msg)
 					return
 				}
 			}
@@ -73,5 +88,5 @@ func TestReadSnapshot(t *testing.T) {
 	}
 	readers.Wait()
 	stop.Store(true)
-	writer.Wait()
+	w.Wait()
 }
