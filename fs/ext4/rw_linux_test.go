@@ -869,7 +869,19 @@ func TestWriterKernelReplay(t *testing.T) {
 			for i := 0; i < 200; i++ {
 				randomOp(r, kernelTarget{mnt})
 			}
-			unix.Sync()
+			// syncfs of this mount only (commits the journal and writes
+			// the block device's buffers to the loop's backing file): a
+			// global sync(2) would wait on every other mount of the
+			// machine, hung ones included.
+			mfd, err := unix.Open(mnt, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = unix.Syncfs(mfd)
+			unix.Close(mfd)
+			if err != nil {
+				t.Fatal(err)
+			}
 			img, err := os.ReadFile(base)
 			um()
 			if err != nil {
