@@ -100,6 +100,9 @@ func (v *Volume) writeRefusal(journal bool) string {
 	if !v.linuxOS {
 		return "creator OS other than Linux"
 	}
+	if v.compat&compatOrphanFile != 0 {
+		return "orphan_file"
+	}
 	return ""
 }
 
@@ -234,6 +237,9 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 			return nil, w.err
 		}
 	}
+	if err := w.cleanupOrphans(); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -251,6 +257,9 @@ func (w *Writer) Close() error {
 	w.closed = true
 	if w.err != nil {
 		return w.err
+	}
+	if err := w.freeOrphans(); err != nil {
+		return err
 	}
 	if w.j != nil {
 		binary.LittleEndian.PutUint32(w.sb[0x60:], le32(w.sb, 0x60)&^incompatRecover)
