@@ -236,8 +236,6 @@ func metaLine(t *testing.T, p string, st *syscall.Stat_t) string {
 	return line
 }
 
-
-
 // xattrState is what the kernel and the Writer must agree on for one
 // file after an xattr sequence: the in-inode xattr space byte for byte,
 // the xattr block byte for byte but for its checksum (which covers the
