@@ -104,6 +104,7 @@ func (w *Writer) cleanupOrphans() error {
 			if err := w.cutBlocks(ino, raw, iSize(raw)); err != nil {
 				return err
 			}
+			touch(raw, w.Now(), tMtime, tCtime) // ext4_truncate's
 		}
 		if err := w.putInode(ino, raw); err != nil {
 			return err
