@@ -740,3 +740,95 @@ func TestWriterKernelOrphans(t *testing.T) {
 		})
 	}
 }
+
+// TestWriterSharedXattrBlocks: xattr blocks the kernel shared between
+// files (mbcache), changed by the Writer and by the kernel alike: a
+// change to one sharer copies the block (copy-on-write) and drops a
+// reference, an unlink drops one, the last one frees the block; the
+// resulting xattr bytes, refcounts, i_blocks and sharing must be the
+// kernel's, and both images e2fsck-clean.
+func TestWriterSharedXattrBlocks(t *testing.T) {
+	needRoot(t)
+	needMke2fs(t)
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.img")
+	mkfsRW(t, base, 16, "")
+	mnt, um := kmount(t, base, "rw")
+	files := []string{"f0", "f1", "f2", "f3"}
+	for _, f := range files {
+		p := filepath.Join(mnt, f)
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Setxattr(p, "user.shared", bytes.Repeat([]byte{'s'}, 3000), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	um()
+	orig, err := os.ReadFile(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := xattrState(t, orig, files)
+	for _, l := range st[1:] {
+		if !strings.Contains(l, "shared-with=f0") {
+			t.Fatalf("the kernel did not share the blocks: %v", st)
+		}
+	}
+	steps := []struct {
+		desc string
+		k    func(k kernelTarget) error
+		x    func(x writerTarget) error
+	}{
+		{"set on f1 (copy-on-write)", func(k kernelTarget) error { return k.setxattr("f1", "user.more", []byte("m"), 0) },
+			func(x writerTarget) error { return x.setxattr("f1", "user.more", []byte("m"), 0) }},
+		{"replace on f2 (copy-on-write, same entries)", func(k kernelTarget) error {
+			return k.setxattr("f2", "user.shared", bytes.Repeat([]byte{'t'}, 3000), 0)
+		}, func(x writerTarget) error { return x.setxattr("f2", "user.shared", bytes.Repeat([]byte{'t'}, 3000), 0) }},
+		{"unlink f0 (a reference dropped)", func(k kernelTarget) error { return k.unlink("f0") },
+			func(x writerTarget) error { return x.unlink("f0") }},
+		{"remove on f3 (the last reference: freed)", func(k kernelTarget) error { return k.removexattr("f3", "user.shared") },
+			func(x writerTarget) error { return x.removexattr("f3", "user.shared") }},
+		{"set f2 back to the first value (a new block: the original is freed)", func(k kernelTarget) error {
+			return k.setxattr("f2", "user.shared", bytes.Repeat([]byte{'s'}, 3000), 0)
+		}, func(x writerTarget) error { return x.setxattr("f2", "user.shared", bytes.Repeat([]byte{'s'}, 3000), 0) }},
+	}
+	kimg := filepath.Join(dir, "k.img")
+	if err := os.WriteFile(kimg, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kmnt, kum := kmount(t, kimg, "rw")
+	dev := memWDev(bytes.Clone(orig))
+	w, err := OpenWriter(dev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range steps {
+		if ek, ex := s.k(kernelTarget{kmnt}), s.x(writerTarget{w, 0}); ek != nil || ex != nil {
+			t.Fatalf("%s: kernel %v, iovfs %v", s.desc, ek, ex)
+		}
+	}
+	kum()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wimg := filepath.Join(dir, "w.img")
+	if err := os.WriteFile(wimg, dev, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e2fsckClean(t, wimg)
+	e2fsckClean(t, kimg)
+	kb, err := os.ReadFile(kimg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, ws := xattrState(t, kb, files), xattrState(t, dev, files)
+	for i := range ks {
+		if ks[i] != ws[i] {
+			t.Errorf("%s:\n kernel %s\n iovfs  %s", files[i], ks[i], ws[i])
+		}
+	}
+	if le32(kb, 1024+0xC) != le32(dev, 1024+0xC) {
+		t.Errorf("free blocks: kernel %d, iovfs %d", le32(kb, 1024+0xC), le32(dev, 1024+0xC))
+	}
+}
