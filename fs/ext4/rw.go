@@ -21,7 +21,8 @@ package ext4
 //     bigalloc, encrypt, casefold, ea_inode, mmp, quota, project, verity,
 //     orphan_present, needs_recovery without a journal, journal csum v2,
 //     async_commit and fast_commit, external journals, and volumes
-//     without extents or filetype (block-mapped ext2/ext3).
+//     without extents or filetype (block-mapped ext2/ext3), orphan_file
+//     (the orphan list kept is s_last_orphan's, rworphan.go).
 //   - BLOCK_UNINIT groups get their bitmap built (ext4_init_block_bitmap)
 //     when first allocated from.
 //

@@ -282,6 +282,23 @@ func xattrState(t *testing.T, img []byte, names []string) []string {
 	return out
 }
 
+// sameXattrState compares the xattr states of files in the kernel's image
+// and the Writer's, and returns how many of the kernel's files share a
+// block with another.
+func sameXattrState(t *testing.T, kimg, wimg []byte, files []string) (shared int) {
+	t.Helper()
+	ks, ws := xattrState(t, kimg, files), xattrState(t, wimg, files)
+	for i := range ks {
+		if strings.Contains(ks[i], "shared-with") {
+			shared++
+		}
+		if ks[i] != ws[i] {
+			t.Errorf("%s:\n kernel %s\n iovfs  %s", files[i], ks[i], ws[i])
+		}
+	}
+	return shared
+}
+
 // TestWriterXattrDifferential: random setxattr/removexattr sequences
 // over a few files, with values that repeat so that blocks get shared,
 // files unlinked and made again (their blocks released), applied to a
@@ -393,15 +410,7 @@ func TestWriterXattrDifferential(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ks, ws := xattrState(t, kb, files), xattrState(t, dev, files)
-				for i := range ks {
-					if strings.Contains(ks[i], "shared-with") {
-						seen["shared-block"]++
-					}
-					if ks[i] != ws[i] {
-						t.Errorf("sequence %d: %s\n kernel %s\n iovfs  %s", s, files[i], ks[i], ws[i])
-					}
-				}
+				seen["shared-block"] += sameXattrState(t, kb, dev, files)
 				wm, wum := kmount(t, wimg, "ro,noload")
 				got := treeOf(t, wm)
 				wum()
@@ -822,12 +831,7 @@ func TestWriterSharedXattrBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks, ws := xattrState(t, kb, files), xattrState(t, dev, files)
-	for i := range ks {
-		if ks[i] != ws[i] {
-			t.Errorf("%s:\n kernel %s\n iovfs  %s", files[i], ks[i], ws[i])
-		}
-	}
+	sameXattrState(t, kb, dev, files)
 	if le32(kb, 1024+0xC) != le32(dev, 1024+0xC) {
 		t.Errorf("free blocks: kernel %d, iovfs %d", le32(kb, 1024+0xC), le32(dev, 1024+0xC))
 	}

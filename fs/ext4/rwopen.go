@@ -36,15 +36,7 @@ func (w *Writer) Unhold(ino uint32) error {
 	if w.closed {
 		return syscall.EROFS
 	}
-	raw, err := w.getInode(ino) // while still an orphan: links count 0 is valid
-	delete(w.orphan, ino)
-	if err != nil {
-		return err
-	}
-	if err := w.orphanDel(ino, raw); err != nil {
-		return err
-	}
-	if err := w.releaseInode(ino, raw, false); err != nil {
+	if err := w.freeOrphan(ino); err != nil {
 		return err
 	}
 	return w.writeSuper()

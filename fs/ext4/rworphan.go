@@ -115,24 +115,30 @@ func (w *Writer) cleanupOrphans() error {
 	return nil
 }
 
+// freeOrphan frees open-unlinked ino at its last close: off the list,
+// blocks and inode freed.
+func (w *Writer) freeOrphan(ino uint32) error {
+	raw, err := w.getInode(ino) // while still an orphan: links count 0 is valid
+	delete(w.orphan, ino)
+	if err != nil {
+		return err
+	}
+	if err := w.orphanDel(ino, raw); err != nil {
+		return err
+	}
+	return w.releaseInode(ino, raw, false)
+}
+
 // freeOrphans frees the orphans still open at Close, as their last
 // closes would (the handles see EROFS afterwards).
 func (w *Writer) freeOrphans() error {
+	if len(w.orphan) == 0 {
+		return nil
+	}
 	for ino := range w.orphan {
-		raw, err := w.getInode(ino)
-		if err != nil {
+		if err := w.freeOrphan(ino); err != nil {
 			return err
-		}
-		if err := w.orphanDel(ino, raw); err != nil {
-			return err
-		}
-		if err := w.releaseInode(ino, raw, false); err != nil {
-			return err
-		}
-		delete(w.orphan, ino)
-		if len(w.orphan) == 0 {
-			return w.writeSuper()
 		}
 	}
-	return nil
+	return w.writeSuper()
 }
