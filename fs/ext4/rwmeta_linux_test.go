@@ -476,7 +476,8 @@ func orphanOp(r *rand.Rand, x writerTarget, held *[]heldFile) {
 // at a random write; recovery (journal replay, then the orphan list)
 // must give an e2fsck-clean volume holding the tree of the last commit
 // before the cut or the next, and with root the kernel must process the
-// same crashed image's orphan list to a clean volume too.
+// same crashed image's orphan list to a clean volume too (the first 8
+// such images; all of them in the full run).
 // IOVFS_EXT4RW_CRASH=500 runs 500 trials per set.
 func TestWriterOrphanCrash(t *testing.T) {
 	needMke2fs(t)
