@@ -56,6 +56,22 @@ func TestVFSReadWriteMeta(t *testing.T) {
 		must(p.Mknod("/mnt/"+name, d.mode, d.dev))
 	}
 	is(p.Mknod("/mnt/fifo", unix.S_IFIFO|0o600, 0), unix.EEXIST, "mknod over a name")
+	// Mknodat relative to a directory descriptor, and the FIFO opens as a pipe.
+	dfd, err := p.Open("/mnt", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	must(err)
+	must(p.Mknodat(dfd, "fifo2", unix.S_IFIFO|0o600, 0))
+	must(p.Close(dfd))
+	ffd, err := p.Open("/mnt/fifo2", unix.O_RDWR|unix.O_NONBLOCK, 0)
+	must(err)
+	if n, err := p.Write(ffd, []byte("through")); n != 7 || err != nil {
+		t.Errorf("write to the FIFO: %d, %v", n, err)
+	}
+	pb := make([]byte, 16)
+	if n, err := p.Read(ffd, pb); n != 7 || string(pb[:n]) != "through" {
+		t.Errorf("read from the FIFO: %d, %v, %q", n, err, pb[:max(n, 0)])
+	}
+	must(p.Close(ffd))
+	must(p.Unlink("/mnt/fifo2"))
 	fd, err := p.Open("/mnt/f", unix.O_CREAT|unix.O_RDWR, 0o644)
 	must(err)
 	must(p.Close(fd))
