@@ -105,6 +105,30 @@ func (s xregion) find(index uint8, name string) (int, bool, error) {
 	return off, false, nil
 }
 
+// check is xattr_check_inode/ext4_xattr_check_block's walk: every entry
+// and its name inside the space before the 4-byte terminator, every value
+// inside it, after the entries' start and padded, no EA-inode values
+// (refused volumes). set and find rely on it.
+func (s xregion) check() bool {
+	off := s.first
+	for {
+		if off+4 > len(s.buf) {
+			return false
+		}
+		if s.isLast(off) {
+			return true
+		}
+		if off+16 > len(s.buf) || s.next(off)+4 > len(s.buf) || le32(s.buf, off+4) != 0 {
+			return false
+		}
+		vo, n := int(le16(s.buf, off+2)), int(le32(s.buf, off+8))
+		if n != 0 && (vo < s.first+4 || vo+xattrPad(n) > len(s.buf) || n > len(s.buf)) {
+			return false
+		}
+		off = s.next(off)
+	}
+}
+
 // value is the value of the entry at off.
 func (s xregion) value(off int) []byte {
 	vo, n := int(le16(s.buf, off+2)), int(le32(s.buf, off+8))
@@ -332,7 +356,7 @@ func (w *Writer) xcacheFind(s xregion, skip uint64) (uint64, []byte) {
 		if w.v.readBlock(l[i], b) != nil || le32(b, 0) != xattrMagic || le32(b, 0xC) != h || le32(b, 4) >= xattrRefMax {
 			continue
 		}
-		if xattrSame(s, xregion{buf: b, first: 32, block: true}) {
+		if c := (xregion{buf: b, first: 32, block: true}); c.check() && xattrSame(s, c) {
 			return l[i], b
 		}
 	}
@@ -393,6 +417,9 @@ func (w *Writer) setXattr(ino uint32, name string, value []byte, flags int) erro
 	is, hasBody := w.body(raw)
 	ihere, ifound := 0, false
 	if hasBody {
+		if !is.check() {
+			return corrupt(ino, "in-inode xattrs")
+		}
 		if ihere, ifound, err = is.find(index, suffix); err != nil {
 			return corrupt(ino, "in-inode xattrs")
 		}
@@ -410,6 +437,9 @@ func (w *Writer) setXattr(ino uint32, name string, value []byte, flags int) erro
 			return err
 		}
 		bs = xregion{buf: b, first: 32, block: true}
+		if !bs.check() {
+			return corrupt(ino, "xattr block %d", blk)
+		}
 		if bhere, bfound, err = bs.find(index, suffix); err != nil {
 			return corrupt(ino, "xattr block %d", blk)
 		}
@@ -576,7 +606,7 @@ func (w *Writer) noteXattrBlock(ino uint32, name string) {
 		if err != nil {
 			return
 		}
-		if is, ok := w.body(bytes.Clone(raw)); ok {
+		if is, ok := w.body(bytes.Clone(raw)); ok && is.check() {
 			if _, found, _ := is.find(index, suffix); found {
 				return
 			}
