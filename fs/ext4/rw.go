@@ -141,11 +141,13 @@ type Writer struct {
 	ibm    map[uint32][]byte
 	gen    uint32
 	closed bool
-	err    error               // a failed commit: no more changes
-	dirs   map[uint32]*wdir    // name indexes of directories (rwdir.go)
-	held   map[uint32]int      // open counts (Hold)
-	orphan map[uint32]bool     // unlinked while held: freed at the last Unhold
-	xcache map[uint32][]uint64 // xattr blocks by h_hash, the kernel's mbcache (rwxattr.go)
+	err    error            // a failed commit: no more changes
+	dirs   map[uint32]*wdir // name indexes of directories (rwdir.go)
+	held   map[uint32]int   // open counts (Hold)
+	orphan map[uint32]bool  // unlinked while held: freed at the last Unhold
+
+	// xcache: xattr blocks by h_hash, the kernel's mbcache (rwxattr.go).
+	xcache map[uint32][]uint64
 
 	// appendMu serialises Append's size read and write; taken before mu.
 	appendMu sync.Mutex
