@@ -282,6 +282,54 @@ func xattrState(t *testing.T, img []byte, names []string) []string {
 	return out
 }
 
+// twin is an image opened twice: on a kernel read-write loop mount (mnt,
+// of the file kimg) and by a Writer (over dev), for the same operations.
+type twin struct {
+	kimg, mnt string
+	um        func()
+	dev       memWDev
+	w         *Writer
+}
+
+// newTwin copies orig to dir/k.img for the kernel (mounted with opts) and
+// to memory for a Writer.
+func newTwin(t *testing.T, dir string, orig []byte, opts string) *twin {
+	t.Helper()
+	tw := &twin{kimg: filepath.Join(dir, "k.img"), dev: memWDev(bytes.Clone(orig))}
+	if err := os.WriteFile(tw.kimg, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tw.mnt, tw.um = kmount(t, tw.kimg, opts)
+	w, err := OpenWriter(tw.dev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw.w = w
+	return tw
+}
+
+// finish unmounts the kernel side and closes the Writer, checks both
+// images with e2fsck -fn, and returns the kernel's image and the path of
+// the Writer's (dir/w.img).
+func (tw *twin) finish(t *testing.T, dir string) (kb []byte, wimg string) {
+	t.Helper()
+	tw.um()
+	if err := tw.w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wimg = filepath.Join(dir, "w.img")
+	if err := os.WriteFile(wimg, tw.dev, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e2fsckClean(t, wimg)
+	e2fsckClean(t, tw.kimg)
+	kb, err := os.ReadFile(tw.kimg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kb, wimg
+}
+
 // sameXattrState compares the xattr states of files in the kernel's image
 // and the Writer's, and returns how many of the kernel's files share a
 // block with another.
@@ -323,17 +371,8 @@ func TestWriterXattrDifferential(t *testing.T) {
 			seen := map[string]int{}
 			for s := 0; s < seqs; s++ {
 				r := rand.New(rand.NewSource(int64(s*7919 + len(fsets.name))))
-				kimg := dir + "/k.img"
-				if err := os.WriteFile(kimg, orig, 0o600); err != nil {
-					t.Fatal(err)
-				}
-				mnt, um := kmount(t, kimg, "rw,nodev")
-				dev := memWDev(bytes.Clone(orig))
-				w, err := OpenWriter(dev, Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				k, x := kernelTarget{mnt}, writerTarget{w, 0}
+				tw := newTwin(t, dir, orig, "rw,nodev")
+				k, x := kernelTarget{tw.mnt}, writerTarget{tw.w, 0}
 				mk := func(p string) (error, error) {
 					if p[0] == 'd' {
 						return k.mkdir(p, 0755), x.mkdir(p, 0755)
@@ -395,22 +434,9 @@ func TestWriterXattrDifferential(t *testing.T) {
 					}
 					seen[strings.Fields(desc)[0]+":"+res]++
 				}
-				want := treeOf(t, mnt)
-				um()
-				if err := w.Close(); err != nil {
-					t.Fatal(err)
-				}
-				wimg := dir + "/w.img"
-				if err := os.WriteFile(wimg, dev, 0o600); err != nil {
-					t.Fatal(err)
-				}
-				e2fsckClean(t, wimg)
-				e2fsckClean(t, kimg)
-				kb, err := os.ReadFile(kimg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				seen["shared-block"] += sameXattrState(t, kb, dev, files)
+				want := treeOf(t, tw.mnt)
+				kb, wimg := tw.finish(t, dir)
+				seen["shared-block"] += sameXattrState(t, kb, tw.dev, files)
 				wm, wum := kmount(t, wimg, "ro,noload")
 				got := treeOf(t, wm)
 				wum()
@@ -806,37 +832,15 @@ func TestWriterSharedXattrBlocks(t *testing.T) {
 			return k.setxattr("f2", "user.shared", bytes.Repeat([]byte{'s'}, 3000), 0)
 		}, func(x writerTarget) error { return x.setxattr("f2", "user.shared", bytes.Repeat([]byte{'s'}, 3000), 0) }},
 	}
-	kimg := filepath.Join(dir, "k.img")
-	if err := os.WriteFile(kimg, orig, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kmnt, kum := kmount(t, kimg, "rw")
-	dev := memWDev(bytes.Clone(orig))
-	w, err := OpenWriter(dev, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tw := newTwin(t, dir, orig, "rw")
 	for _, s := range steps {
-		if ek, ex := s.k(kernelTarget{kmnt}), s.x(writerTarget{w, 0}); ek != nil || ex != nil {
+		if ek, ex := s.k(kernelTarget{tw.mnt}), s.x(writerTarget{tw.w, 0}); ek != nil || ex != nil {
 			t.Fatalf("%s: kernel %v, iovfs %v", s.desc, ek, ex)
 		}
 	}
-	kum()
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	wimg := filepath.Join(dir, "w.img")
-	if err := os.WriteFile(wimg, dev, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e2fsckClean(t, wimg)
-	e2fsckClean(t, kimg)
-	kb, err := os.ReadFile(kimg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameXattrState(t, kb, dev, files)
-	if le32(kb, 1024+0xC) != le32(dev, 1024+0xC) {
-		t.Errorf("free blocks: kernel %d, iovfs %d", le32(kb, 1024+0xC), le32(dev, 1024+0xC))
+	kb, _ := tw.finish(t, dir)
+	sameXattrState(t, kb, tw.dev, files)
+	if le32(kb, 1024+0xC) != le32(tw.dev, 1024+0xC) {
+		t.Errorf("free blocks: kernel %d, iovfs %d", le32(kb, 1024+0xC), le32(tw.dev, 1024+0xC))
 	}
 }
