@@ -21,7 +21,8 @@ package ext4
 //     bigalloc, encrypt, casefold, ea_inode, mmp, quota, project, verity,
 //     orphan_present, needs_recovery without a journal, journal csum v2,
 //     async_commit and fast_commit, external journals, and volumes
-//     without extents or filetype (block-mapped ext2/ext3).
+//     without extents or filetype (block-mapped ext2/ext3), orphan_file
+//     (the orphan list kept is s_last_orphan's, rworphan.go).
 //   - BLOCK_UNINIT groups get their bitmap built (ext4_init_block_bitmap)
 //     when first allocated from.
 //
@@ -100,6 +101,9 @@ func (v *Volume) writeRefusal(journal bool) string {
 	if !v.linuxOS {
 		return "creator OS other than Linux"
 	}
+	if v.compat&compatOrphanFile != 0 {
+		return "orphan_file"
+	}
 	return ""
 }
 
@@ -141,6 +145,9 @@ type Writer struct {
 	dirs   map[uint32]*wdir // name indexes of directories (rwdir.go)
 	held   map[uint32]int   // open counts (Hold)
 	orphan map[uint32]bool  // unlinked while held: freed at the last Unhold
+
+	// xcache: xattr blocks by h_hash, the kernel's mbcache (rwxattr.go).
+	xcache map[uint32][]uint64
 
 	// appendMu serialises Append's size read and write; taken before mu.
 	appendMu sync.Mutex
@@ -233,6 +240,9 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 			return nil, w.err
 		}
 	}
+	if err := w.cleanupOrphans(); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -250,6 +260,9 @@ func (w *Writer) Close() error {
 	w.closed = true
 	if w.err != nil {
 		return w.err
+	}
+	if err := w.freeOrphans(); err != nil {
+		return err
 	}
 	if w.j != nil {
 		binary.LittleEndian.PutUint32(w.sb[0x60:], le32(w.sb, 0x60)&^incompatRecover)

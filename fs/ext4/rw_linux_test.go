@@ -86,6 +86,7 @@ type rwTarget interface {
 	link(a, b string) error
 	symlink(target, p string) error
 	exchange(a, b string) error
+	metaTarget // rwmeta_linux_test.go
 }
 
 func (k kernelTarget) exchange(a, b string) error {
@@ -115,7 +116,7 @@ func (k kernelTarget) create(p string, mode uint32) error {
 	return err
 }
 func (k kernelTarget) write(p string, off int64, data []byte) (int, error) {
-	fd, err := unix.Open(k.abs(p), unix.O_WRONLY, 0)
+	fd, err := unix.Open(k.abs(p), unix.O_WRONLY|unix.O_NONBLOCK, 0) // a FIFO gives ENXIO, not a wait
 	if err != nil {
 		return 0, err
 	}
@@ -210,6 +211,9 @@ func (x writerTarget) create(p string, mode uint32) error {
 func (x writerTarget) write(p string, off int64, data []byte) (int, error) {
 	ino, err := x.final(p)
 	if err != nil {
+		return 0, err
+	}
+	if err := openSpecialErr(x.w, ino); err != nil {
 		return 0, err
 	}
 	return x.w.WriteAt(ino, data, off)
@@ -309,7 +313,9 @@ func runSequence(t *testing.T, r *rand.Rand, ops int, k, x rwTarget, seen map[st
 		var desc string
 		var ek, ex error
 		var nk, nx int
-		switch op := r.Intn(21); {
+		switch op := r.Intn(21 + metaOps); {
+		case op >= 21:
+			desc, nk, ek, nx, ex = metaOp(r, op-21, p, q, k, x)
 		case op < 3:
 			desc = "create " + p
 			ek, ex = k.create(p, 0644), x.create(p, 0644)
@@ -392,6 +398,7 @@ func treeOf(t *testing.T, root string) map[string]string {
 			line += " -> " + tgt
 		case syscall.S_IFDIR:
 		}
+		line += metaLine(t, p, st)
 		out[rel] = line
 		return nil
 	})
@@ -493,7 +500,7 @@ func TestWriterKernelDifferential(t *testing.T) {
 				if err := os.WriteFile(kimg, orig, 0o600); err != nil {
 					t.Fatal(err)
 				}
-				mnt, um := kmount(t, kimg, "rw")
+				mnt, um := kmount(t, kimg, "rw,nodev") // nodev: the sequences' device nodes open nothing
 				dev := memWDev(bytes.Clone(orig))
 				w, err := OpenWriter(dev, Options{})
 				if err != nil {

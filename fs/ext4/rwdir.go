@@ -533,6 +533,9 @@ func (w *Writer) releaseInode(ino uint32, raw []byte, isDir bool) error {
 		clear(raw[0x28:0x64])
 		putExtentHeader(raw[0x28:0x64], 0, 4, 0)
 	}
+	if err := w.dropXattrBlock(ino, raw); err != nil {
+		return err
+	}
 	binary.LittleEndian.PutUint32(raw[0x1C:], 0)
 	binary.LittleEndian.PutUint16(raw[0x74:], 0)
 	setISize(raw, 0)
@@ -656,6 +659,7 @@ func (w *Writer) dropLink(parent, ino uint32, raw []byte, isDir bool, now time.T
 	if iLinks(raw) == 0 {
 		if w.held[ino] > 0 {
 			w.orphan[ino] = true // freed by the last Unhold
+			w.orphanAdd(ino, raw)
 			return w.putInode(ino, raw)
 		}
 		return w.releaseInode(ino, raw, false)
@@ -714,6 +718,11 @@ func (w *Writer) Rename(oldDir uint32, oldName string, newDir uint32, newName st
 	}
 	defer w.unlock()
 	defer w.writeSuper()
+	return w.rename(oldDir, oldName, newDir, newName)
+}
+
+// rename is Rename under the lock.
+func (w *Writer) rename(oldDir uint32, oldName string, newDir uint32, newName string) error {
 	odraw, src, ndraw, dst, dstFound, err := w.renameEnds(oldDir, oldName, newDir, newName)
 	if err != nil {
 		return err

@@ -221,6 +221,9 @@ func (n *rwBase) Stat() (vfs.Stat, error) {
 			Blksize: int64(n.fs.bs), Blocks: int64(in.Blocks),
 			Atime: ts(in.Atime), Mtime: ts(in.Mtime), Ctime: ts(in.Ctime),
 		}
+		if in.HasCrtime {
+			st.Btime = ts(in.Crtime)
+		}
 		return nil
 	})
 	return st, err
@@ -261,34 +264,11 @@ func (n *rwBase) Setattr(a vfs.SetAttr) error {
 	return w.Setattr(n.ino, x)
 }
 
-// Getxattr implements vfs.Xattrer (attributes are read-only on a
-// read-write mount for now).
-func (n *rwBase) Getxattr(name string) ([]byte, error) {
-	var b []byte
-	err := n.fs.w.View(func(v *Volume) error {
-		in, err := v.Inode(n.ino)
-		if err != nil {
-			return err
-		}
-		b, err = v.GetXattr(in, name)
-		return err
-	})
-	return b, err
-}
+// Getxattr implements vfs.Xattrer.
+func (n *rwBase) Getxattr(name string) ([]byte, error) { return n.fs.w.Getxattr(n.ino, name) }
 
 // Listxattr implements vfs.Xattrer.
-func (n *rwBase) Listxattr() ([]string, error) {
-	var l []string
-	err := n.fs.w.View(func(v *Volume) error {
-		in, err := v.Inode(n.ino)
-		if err != nil {
-			return err
-		}
-		l, err = v.ListXattr(in)
-		return err
-	})
-	return l, err
-}
+func (n *rwBase) Listxattr() ([]string, error) { return n.fs.w.Listxattr(n.ino) }
 
 type rwDir struct{ rwBase }
 
@@ -444,8 +424,8 @@ func (d *rwDir) Rename(oldName string, newDir vfs.Node, newName string) error {
 	return err
 }
 
-// RenameFlags implements vfs.RenameFlagser: RENAME_NOREPLACE and
-// RENAME_EXCHANGE; RENAME_WHITEOUT gives EINVAL (not implemented).
+// RenameFlags implements vfs.RenameFlagser: RENAME_NOREPLACE,
+// RENAME_EXCHANGE and RENAME_WHITEOUT (with or without NOREPLACE).
 func (d *rwDir) RenameFlags(oldName string, newDir vfs.Node, newName string, flags uint, c vfs.Cred) error {
 	nd, ok := newDir.(*rwDir)
 	if !ok {
@@ -464,6 +444,8 @@ func (d *rwDir) RenameFlags(oldName string, newDir vfs.Node, newName string, fla
 		return d.Rename(oldName, newDir, newName)
 	case unix.RENAME_EXCHANGE:
 		return d.fs.w.Exchange(d.ino, oldName, nd.ino, newName)
+	case unix.RENAME_WHITEOUT, unix.RENAME_WHITEOUT | unix.RENAME_NOREPLACE:
+		return d.renameWhiteout(oldName, nd, newName, flags, c)
 	}
 	return syscall.EINVAL
 }

@@ -1,10 +1,9 @@
 package ext4
 
 // Open files on the Writer: unlinked files that are still open keep their
-// blocks until the last close, as Linux's orphan handling does in memory.
-// (There is no on-disk orphan list: a crash with such a file open leaks
-// its inode until e2fsck; see rw.go.) Also reads, attribute changes and
-// appends under the Writer's lock.
+// blocks until the last close, on the on-disk orphan list meanwhile
+// (rworphan.go). Also reads, attribute changes and appends under the
+// Writer's lock.
 
 import (
 	"syscall"
@@ -37,12 +36,7 @@ func (w *Writer) Unhold(ino uint32) error {
 	if w.closed {
 		return syscall.EROFS
 	}
-	raw, err := w.getInode(ino) // while still an orphan: links count 0 is valid
-	delete(w.orphan, ino)
-	if err != nil {
-		return err
-	}
-	if err := w.releaseInode(ino, raw, false); err != nil {
+	if err := w.freeOrphan(ino); err != nil {
 		return err
 	}
 	return w.writeSuper()

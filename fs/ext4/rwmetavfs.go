@@ -1,0 +1,52 @@
+package ext4
+
+// The VFS side of the metadata operations of a read-write mount
+// (rwxattr.go, rwmknod.go): xattr setters on every node, mknod and
+// whiteout renames on directories.
+
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/vfs"
+)
+
+// Setxattr implements vfs.XattrSetter (see Writer.Setxattr).
+func (n *rwBase) Setxattr(name string, data []byte, flags int) error {
+	return n.fs.w.Setxattr(n.ino, name, data, flags)
+}
+
+// Removexattr implements vfs.XattrSetter.
+func (n *rwBase) Removexattr(name string) error {
+	return n.fs.w.Removexattr(n.ino, name)
+}
+
+// Mknod implements vfs.Mknoder: FIFOs, sockets and devices (a regular
+// file is Create's).
+func (d *rwDir) Mknod(name string, mode uint32, rdev uint64, c vfs.Cred) (vfs.Node, error) {
+	if mode&S_IFMT == S_IFREG || mode&S_IFMT == 0 {
+		return d.Create(name, mode, c)
+	}
+	ino, err := d.fs.w.Mknod(d.ino, name, mode, rdev, c.Uid, c.Gid)
+	if err != nil {
+		return nil, err
+	}
+	return d.fs.node(ino, mode)
+}
+
+// renameWhiteout is RenameFlags with RENAME_WHITEOUT.
+func (d *rwDir) renameWhiteout(oldName string, nd *rwDir, newName string, flags uint, c vfs.Cred) error {
+	over := nd.lookupIno(newName)
+	if flags&unix.RENAME_NOREPLACE != 0 && over != 0 {
+		if d.lookupIno(oldName) == 0 {
+			return syscall.ENOENT
+		}
+		return syscall.EEXIST
+	}
+	err := d.fs.w.RenameWhiteout(d.ino, oldName, nd.ino, newName, c.Uid, c.Gid)
+	if err == nil && over != 0 {
+		d.fs.forget(over)
+	}
+	return err
+}

@@ -1,0 +1,144 @@
+package ext4
+
+// The on-disk orphan list (fs/ext4/orphan.c without orphan_file): an
+// inode whose last link goes while it is open is put at the head of the
+// list in the same transaction as the unlink (s_last_orphan names the
+// head, each orphan's i_dtime names the next), and taken off it in the
+// transaction that frees it at the last close. OpenWriter processes a
+// list left by a crash as ext4_orphan_cleanup does: an orphan without
+// links is freed, one with links (a truncate cut short) loses the blocks
+// past its size. So a crash with open unlinked files leaks nothing.
+//
+// Volumes with orphan_file (COMPAT_ORPHAN_FILE) are refused read-write
+// (writeRefusal).
+//
+// Locking: everything here runs under the Writer's mu.
+
+import (
+	"encoding/binary"
+)
+
+const (
+	sbLastOrphan     = 0xE8   // s_last_orphan
+	compatOrphanFile = 0x1000 // COMPAT_ORPHAN_FILE
+	stateErrorFS     = 0x2    // EXT4_ERROR_FS in s_state
+)
+
+func nextOrphan(raw []byte) uint32 { return le32(raw, 0x14) }
+
+func setNextOrphan(raw []byte, ino uint32) { binary.LittleEndian.PutUint32(raw[0x14:], ino) }
+
+// orphanAdd puts ino (raw, written by the caller, as is the superblock)
+// at the head of the on-disk list, as ext4_orphan_add.
+func (w *Writer) orphanAdd(ino uint32, raw []byte) {
+	setNextOrphan(raw, le32(w.sb, sbLastOrphan))
+	binary.LittleEndian.PutUint32(w.sb[sbLastOrphan:], ino)
+}
+
+// orphanDel takes ino off the on-disk list (ext4_orphan_del): its
+// predecessor, or s_last_orphan, then names ino's successor, and ino's
+// i_dtime is cleared in raw (written by the caller). An inode not on the
+// list is left alone.
+func (w *Writer) orphanDel(ino uint32, raw []byte) error {
+	next := nextOrphan(raw)
+	setNextOrphan(raw, 0)
+	cur := le32(w.sb, sbLastOrphan)
+	if cur == ino {
+		binary.LittleEndian.PutUint32(w.sb[sbLastOrphan:], next)
+		return nil
+	}
+	for n := uint32(0); cur != 0 && n < w.v.inodes; n++ {
+		praw, err := w.getInode(cur)
+		if err != nil {
+			return err
+		}
+		if nextOrphan(praw) == ino {
+			setNextOrphan(praw, next)
+			return w.putInode(cur, praw)
+		}
+		cur = nextOrphan(praw)
+	}
+	return nil
+}
+
+// cleanupOrphans processes the orphan list at open, as
+// ext4_orphan_cleanup: head first, each orphan freed (no links) or cut
+// to its size (links left: a truncate the crash interrupted). A volume
+// marked with errors only has its list cleared, as the kernel does.
+func (w *Writer) cleanupOrphans() error {
+	if le32(w.sb, sbLastOrphan) == 0 {
+		return nil
+	}
+	if err := w.lock(); err != nil {
+		return err
+	}
+	defer w.unlock()
+	defer w.writeSuper()
+	if le16(w.sb, 0x3A)&stateErrorFS != 0 {
+		binary.LittleEndian.PutUint32(w.sb[sbLastOrphan:], 0)
+		return nil
+	}
+	freed, cut := 0, 0
+	for n := uint32(0); n < w.v.inodes; n++ {
+		ino := le32(w.sb, sbLastOrphan)
+		if ino == 0 {
+			break
+		}
+		w.orphan[ino] = true // readable with no links while it is processed
+		raw, err := w.getInode(ino)
+		delete(w.orphan, ino)
+		if err != nil {
+			return err
+		}
+		if err := w.orphanDel(ino, raw); err != nil {
+			return err
+		}
+		if iLinks(raw) == 0 {
+			if err := w.releaseInode(ino, raw, iMode(raw)&S_IFMT == S_IFDIR); err != nil {
+				return err
+			}
+			freed++
+			continue
+		}
+		if iMode(raw)&S_IFMT == S_IFREG && iFlags(raw)&FlagExtents != 0 {
+			if err := w.cutBlocks(ino, raw, iSize(raw)); err != nil {
+				return err
+			}
+			touch(raw, w.Now(), tMtime, tCtime) // ext4_truncate's
+		}
+		if err := w.putInode(ino, raw); err != nil {
+			return err
+		}
+		cut++
+	}
+	w.v.opt.Logf("ext4: orphan cleanup: %d inodes freed, %d truncated", freed, cut)
+	return nil
+}
+
+// freeOrphan frees open-unlinked ino at its last close: off the list,
+// blocks and inode freed.
+func (w *Writer) freeOrphan(ino uint32) error {
+	raw, err := w.getInode(ino) // while still an orphan: links count 0 is valid
+	delete(w.orphan, ino)
+	if err != nil {
+		return err
+	}
+	if err := w.orphanDel(ino, raw); err != nil {
+		return err
+	}
+	return w.releaseInode(ino, raw, false)
+}
+
+// freeOrphans frees the orphans still open at Close, as their last
+// closes would (the handles see EROFS afterwards).
+func (w *Writer) freeOrphans() error {
+	if len(w.orphan) == 0 {
+		return nil
+	}
+	for ino := range w.orphan {
+		if err := w.freeOrphan(ino); err != nil {
+			return err
+		}
+	}
+	return w.writeSuper()
+}
