@@ -91,9 +91,6 @@ func (v *Volume) writeRefusal(journal bool) string {
 			return f.name
 		}
 	}
-	if v.incompat&incompatExtents == 0 {
-		return "no extents (block-mapped files)"
-	}
 	if v.incompat&incompatFiletype == 0 {
 		return "no filetype"
 	}
