@@ -17,11 +17,14 @@ package ext4
 //     and looked up, but adding or removing an entry in one gives
 //     EOPNOTSUPP; directories made here are linear, with an in-memory
 //     name index in place of the htree).
+//   - block maps (rwblockmap.go): ext2, ext3 and ext4 inodes without
+//     EXTENTS_FL (direct, single, double and triple indirect blocks); new
+//     inodes are block-mapped on volumes without the extents feature.
 //   - refused with a *FeatureError naming the feature: inline_data,
 //     bigalloc, encrypt, casefold, ea_inode, mmp, quota, project, verity,
 //     orphan_present, needs_recovery without a journal, journal csum v2,
 //     async_commit and fast_commit, external journals, and volumes
-//     without extents or filetype (block-mapped ext2/ext3).
+//     without filetype.
 //   - BLOCK_UNINIT groups get their bitmap built (ext4_init_block_bitmap)
 //     when first allocated from.
 //
@@ -57,7 +60,6 @@ var writeRefusedIncompat = []struct {
 	name string
 }{
 	{incompatRecover, "needs_recovery"},
-	{incompatInlineData, "inline_data"},
 	{incompatEncrypt, "encrypt"},
 	{incompatCasefold, "casefold"},
 	{incompatEAInode, "ea_inode"},

@@ -28,17 +28,20 @@ type rwSide struct {
 	root   string
 }
 
-func rwSides(b *testing.B) map[string]rwSide {
+func rwSides(b *testing.B) map[string]rwSide { return rwSidesOf(b, "ext4") }
+
+// rwSidesOf is rwSides over a volume made by mke2fs -t typ, mounted as typ.
+func rwSidesOf(b *testing.B, typ string) map[string]rwSide {
 	needMke2fs(b)
 	if os.Geteuid() != 0 {
 		b.Skip("the kernel side needs root")
 	}
 	img := filepath.Join(b.TempDir(), "bench.img")
-	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-N", "150000", "-E", "lazy_itable_init=0,lazy_journal_init=0", img, "256M").CombinedOutput(); err != nil {
+	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", typ, "-b", "4096", "-N", "150000", "-E", "lazy_itable_init=0,lazy_journal_init=0", img, "256M").CombinedOutput(); err != nil {
 		b.Fatalf("mke2fs: %v\n%s", err, out)
 	}
 	p, dev, _ := newProc(b, img, viaRAM)
-	if err := p.Mount(dev, "/mnt", "ext4", 0, ""); err != nil {
+	if err := p.Mount(dev, "/mnt", typ, 0, ""); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { p.Unmount("/mnt", 0) })
@@ -51,7 +54,7 @@ func rwSides(b *testing.B) map[string]rwSide {
 	data, _ := os.ReadFile(img)
 	os.WriteFile(kimg, data, 0o600)
 	mnt := b.TempDir()
-	if out, err := exec.Command("mount", "-o", "loop,noinit_itable", kimg, mnt).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", typ, "-o", "loop,noinit_itable", kimg, mnt).CombinedOutput(); err != nil {
 		b.Fatalf("mount: %v\n%s", err, out)
 	}
 	b.Cleanup(func() { exec.Command("umount", mnt).Run() })

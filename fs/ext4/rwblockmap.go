@@ -19,7 +19,6 @@ package ext4
 
 import (
 	"encoding/binary"
-	"fmt"
 	"slices"
 	"syscall"
 )
@@ -109,7 +108,13 @@ func (w *Writer) loadBlockMap(ino uint32, raw []byte) ([]wext, error) {
 		return nil
 	}
 	if iFlags(raw)&FlagInlineData != 0 {
-		return nil, fmt.Errorf("ext4: inode %d has inline data: %w", ino, syscall.EOPNOTSUPP)
+		// A change reaches an inline inode's mapping: give it a block
+		// first (rwinline.go).
+		if err := w.uninline(ino, raw); err != nil {
+			return nil, err
+		}
+		exts, _, err := w.loadExtents(ino, raw)
+		return exts, err
 	}
 	if !hasBlockMap(raw) {
 		return nil, nil

@@ -325,6 +325,11 @@ func (w *Writer) Truncate(ino uint32, size int64) error {
 	if size > w.maxBytesOf(raw) {
 		return syscall.EFBIG
 	}
+	if iFlags(raw)&FlagInlineData != 0 {
+		if err := w.uninline(ino, raw); err != nil { // rwinline.go
+			return err
+		}
+	}
 	if uint64(size) < iSize(raw) {
 		if err := w.cutBlocks(ino, raw, uint64(size)); err != nil {
 			return err

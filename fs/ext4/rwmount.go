@@ -482,7 +482,7 @@ func (l *rwLink) Readlink() (string, error) {
 			return err
 		}
 		size := iSize(raw)
-		if iFlags(raw)&FlagExtents == 0 && !hasBlockMap(raw) {
+		if iFlags(raw)&(FlagExtents|FlagInlineData) == 0 && !hasBlockMap(raw) {
 			s = string(raw[0x28 : 0x28+size])
 			return nil
 		}
