@@ -141,6 +141,9 @@ type Writer struct {
 	held   map[uint32]int   // open counts (Hold)
 	orphan map[uint32]bool  // unlinked while held: freed at the last Unhold
 
+	// bmaps caches the runs of block maps (rwblockmap.go); under mu.
+	bmaps map[uint32]*bmCache
+
 	// appendMu serialises Append's size read and write; taken before mu.
 	appendMu sync.Mutex
 }

@@ -86,9 +86,48 @@ func hasBlockMap(raw []byte) bool {
 	return false
 }
 
+// bmCache remembers the runs of recently used block maps, so a write does
+// not read every indirect block of its file twice (load, then store). An
+// entry is valid while the inode's i_block holds the bytes it was made
+// from: indirect blocks change only through storeBlockMap, which replaces
+// the entry, and releaseBlockMap and uninline drop it.
+type bmCache struct {
+	iblock [60]byte
+	exts   []wext
+}
+
+const maxCachedMaps = 64
+
+func (w *Writer) cachedMap(ino uint32, raw []byte) ([]wext, bool) {
+	c := w.bmaps[ino]
+	if c == nil || string(c.iblock[:]) != string(raw[0x28:0x64]) {
+		return nil, false
+	}
+	return c.exts[:len(c.exts):len(c.exts)], true
+}
+
+func (w *Writer) cacheMap(ino uint32, raw []byte, exts []wext) {
+	if w.bmaps == nil {
+		w.bmaps = map[uint32]*bmCache{}
+	}
+	if _, ok := w.bmaps[ino]; !ok && len(w.bmaps) >= maxCachedMaps {
+		for k := range w.bmaps {
+			delete(w.bmaps, k)
+			break
+		}
+	}
+	c := &bmCache{exts: slices.Clone(exts)}
+	copy(c.iblock[:], raw[0x28:0x64])
+	w.bmaps[ino] = c
+}
+
 // loadBlockMap reads the block map of inode ino (raw) as runs of
-// consecutive physical blocks, in logical order.
+// consecutive physical blocks, in logical order. The result is shared
+// with the cache: callers do not change its elements.
 func (w *Writer) loadBlockMap(ino uint32, raw []byte) ([]wext, error) {
+	if exts, ok := w.cachedMap(ino, raw); ok {
+		return exts, nil
+	}
 	var exts []wext
 	add := func(l, p uint64) error {
 		if p < w.v.firstData || p >= w.v.blocks {
@@ -138,6 +177,7 @@ func (w *Writer) loadBlockMap(ino uint32, raw []byte) ([]wext, error) {
 		}
 		base += span
 	}
+	w.cacheMap(ino, raw, exts)
 	return exts, nil
 }
 
@@ -248,8 +288,12 @@ func (w *Writer) storeBlockMap(ino uint32, raw []byte, exts []wext) error {
 	// Even after a failed allocation, write what was set: the map stays
 	// consistent (each pointer valid, each indirect block charged), and
 	// the caller restores the old list with another store.
+	delete(w.bmaps, ino)
 	if err := m.finish(); err != nil {
 		return err
+	}
+	if serr == nil {
+		w.cacheMap(ino, raw, exts)
 	}
 	return serr
 }
@@ -406,6 +450,7 @@ func (w *Writer) releaseBlockMap(ino uint32, raw []byte) error {
 	if err := w.storeBlockMap(ino, raw, nil); err != nil {
 		return err
 	}
+	delete(w.bmaps, ino)
 	clear(raw[0x28:0x64])
 	return nil
 }

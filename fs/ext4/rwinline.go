@@ -53,6 +53,7 @@ func (w *Writer) uninline(ino uint32, raw []byte) error {
 	clear(raw[0x28:0x64])
 	w.initMap(raw)
 	delete(w.dirs, ino)
+	delete(w.bmaps, ino)
 	if block != nil {
 		g := (ino - 1) / w.v.ipg
 		blk, _, err := w.allocBlocks(w.v.firstData+uint64(g)*uint64(w.v.bpg), 1)
