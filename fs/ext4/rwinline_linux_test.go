@@ -119,7 +119,11 @@ func TestWriterInline(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	t.Logf("%d sequences of %d operations: 0 divergences, e2fsck clean; %d inline inodes converted or freed in all; results: %v", seqs, ops, converted, keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sb, " %s=%d", k, seen[k])
+	}
+	t.Logf("%d sequences of %d operations: 0 divergences, e2fsck clean; %d inline inodes converted or freed in all; results:%s", seqs, ops, converted, sb.String())
 }
 
 // countInline counts the in-use inodes of img with INLINE_DATA_FL.
