@@ -534,21 +534,26 @@ func TestWriterKernelDifferential(t *testing.T) {
 					t.Fatalf("sequence %d (seed %d) diverged", s, seed)
 				}
 			}
-			keys := make([]string, 0, len(seen))
-			for k := range seen {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			var sb strings.Builder
-			for _, k := range keys {
-				fmt.Fprintf(&sb, " %s=%d", k, seen[k])
-			}
-			t.Logf("%d sequences of %d operations: 0 divergences, e2fsck clean; results:%s", seqs, ops, sb.String())
+			t.Logf("%d sequences of %d operations: 0 divergences, e2fsck clean; results:%s", seqs, ops, resultCounts(seen))
 		})
 	}
 }
 
 var _ = time.Now
+
+// resultCounts lists runSequence's result counts, sorted: " op:result=n".
+func resultCounts(seen map[string]int) string {
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sb, " %s=%d", k, seen[k])
+	}
+	return sb.String()
+}
 
 // syncMount is syncfs(2) on the file system mounted at dir.
 func syncMount(t *testing.T, dir string) {

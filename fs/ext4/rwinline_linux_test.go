@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,16 +113,7 @@ func TestWriterInline(t *testing.T) {
 	if converted == 0 {
 		t.Fatal("no inline inode was converted or freed: the sequences did not reach them")
 	}
-	keys := make([]string, 0, len(seen))
-	for k := range seen {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var sb strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&sb, " %s=%d", k, seen[k])
-	}
-	t.Logf("%d sequences of %d operations: 0 divergences, e2fsck clean; %d inline inodes converted or freed in all; results:%s", seqs, ops, converted, sb.String())
+	t.Logf("%d sequences of %d operations: 0 divergences, e2fsck clean; %d inline inodes converted or freed in all; results:%s", seqs, ops, converted, resultCounts(seen))
 }
 
 // countInline counts the in-use inodes of img with INLINE_DATA_FL.
