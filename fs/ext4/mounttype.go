@@ -11,11 +11,14 @@ package ext4
 //   - read-write, both: read-only-compatible features other than
 //     sparse_super, large_file and btree_dir (huge_file, dir_nlink,
 //     extra_isize, metadata_csum... are refused read-write only).
-// The check reads the superblock before the mount opens the volume, so
-// nothing is written (no journal replay) on a refused volume.
+// Options too: under ext2 the journal options (noload, norecovery,
+// commit=, data=), under ext2 and ext3 the dax options. The check reads
+// the superblock before the mount opens the volume, so nothing is written
+// (no journal replay) on a refused volume.
 
 import (
 	"fmt"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -68,6 +71,9 @@ func checkType(req vfs.MountRequest, typ string) error {
 	if !ok {
 		return nil
 	}
+	if err := typeOptRefusal(typ, req.Data); err != nil {
+		return err
+	}
 	sb := make([]byte, sbSize)
 	if err := readFull(backingDevice{b: b, size: block.ReadEnd(dev)}, sb, sbOffset); err != nil || le16(sb, 0x38) != 0xEF53 {
 		return nil
@@ -90,6 +96,21 @@ func typeRefusal(typ string, compat, incompat, rocompat uint32, ro bool) error {
 	}
 	if bad := rocompat &^ ext23RocompatSup; bad != 0 && !ro {
 		return fmt.Errorf("ext4: couldn't mount as %s read-write due to feature incompatibilities (ro_compat %#x): %w", typ, bad, syscall.EINVAL)
+	}
+	return nil
+}
+
+// typeOptRefusal is the kernel's refusal of options that type typ does
+// not take (MOPT_NO_EXT2, MOPT_EXT4_ONLY in ext4_check_opt_consistency):
+// journal options under ext2 (noload, norecovery, commit=, data=), and the
+// dax options under ext2 and ext3 (checked on this machine's kernel).
+func typeOptRefusal(typ, data string) error {
+	for _, o := range strings.Split(data, ",") {
+		journal := o == "noload" || o == "norecovery" || strings.HasPrefix(o, "commit=") || strings.HasPrefix(o, "data=")
+		dax := o == "dax" || o == "nodax" || strings.HasPrefix(o, "dax=")
+		if dax || journal && typ == "ext2" {
+			return fmt.Errorf("ext4: mount option %q incompatible with %s: %w", o, typ, syscall.EINVAL)
+		}
 	}
 	return nil
 }
