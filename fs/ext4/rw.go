@@ -20,6 +20,8 @@ package ext4
 //   - block maps (rwblockmap.go): ext2, ext3 and ext4 inodes without
 //     EXTENTS_FL (direct, single, double and triple indirect blocks); new
 //     inodes are block-mapped on volumes without the extents feature.
+//   - inline_data (rwinline.go): inline inodes are read in place and moved
+//     to a block at their first change; new inodes are never inline.
 //   - refused with a *FeatureError naming the feature: inline_data,
 //     bigalloc, encrypt, casefold, ea_inode, mmp, quota, project, verity,
 //     orphan_present, needs_recovery without a journal, journal csum v2,
