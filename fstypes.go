@@ -17,8 +17,9 @@ func init() {
 		return tmpfs.New(opts), nil
 	})
 	vfs.RegisterFS("hostfs", hostfs.Mount)
-	// ext4 reads ext2 and ext3 volumes too, as Linux's does.
+	// ext4 serves ext2 and ext3 volumes too, as Linux's does, with the
+	// refusals of those type names.
 	for _, name := range ext4.Types {
-		vfs.RegisterFS(name, ext4.Mount)
+		vfs.RegisterFS(name, ext4.MountType(name))
 	}
 }

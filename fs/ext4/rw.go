@@ -17,12 +17,17 @@ package ext4
 //     and looked up, but adding or removing an entry in one gives
 //     EOPNOTSUPP; directories made here are linear, with an in-memory
 //     name index in place of the htree).
-//   - refused with a *FeatureError naming the feature: inline_data,
+//   - block maps (rwblockmap.go): ext2, ext3 and ext4 inodes without
+//     EXTENTS_FL (direct, single, double and triple indirect blocks); new
+//     inodes are block-mapped on volumes without the extents feature.
+//   - inline_data (rwinline.go): inline inodes are read in place and moved
+//     to a block at their first change; new inodes are never inline.
+//   - refused with a *FeatureError naming the feature:
 //     bigalloc, encrypt, casefold, ea_inode, mmp, quota, project, verity,
 //     orphan_present, needs_recovery without a journal, journal csum v2,
 //     async_commit and fast_commit, external journals, and volumes
-//     without extents or filetype (block-mapped ext2/ext3), orphan_file
-//     (the orphan list kept is s_last_orphan's, rworphan.go).
+//     without filetype, orphan_file (the orphan list kept is
+//     s_last_orphan's, rworphan.go).
 //   - BLOCK_UNINIT groups get their bitmap built (ext4_init_block_bitmap)
 //     when first allocated from.
 //
@@ -58,7 +63,6 @@ var writeRefusedIncompat = []struct {
 	name string
 }{
 	{incompatRecover, "needs_recovery"},
-	{incompatInlineData, "inline_data"},
 	{incompatEncrypt, "encrypt"},
 	{incompatCasefold, "casefold"},
 	{incompatEAInode, "ea_inode"},
@@ -91,9 +95,6 @@ func (v *Volume) writeRefusal(journal bool) string {
 		if v.rocompat&f.bit != 0 {
 			return f.name
 		}
-	}
-	if v.incompat&incompatExtents == 0 {
-		return "no extents (block-mapped files)"
 	}
 	if v.incompat&incompatFiletype == 0 {
 		return "no filetype"
@@ -148,6 +149,8 @@ type Writer struct {
 
 	// xcache: xattr blocks by h_hash, the kernel's mbcache (rwxattr.go).
 	xcache map[uint32][]uint64
+	// bmaps caches the runs of block maps (rwblockmap.go); under mu.
+	bmaps map[uint32]*bmCache
 
 	// appendMu serialises Append's size read and write; taken before mu.
 	appendMu sync.Mutex

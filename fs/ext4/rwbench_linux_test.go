@@ -28,17 +28,20 @@ type rwSide struct {
 	root   string
 }
 
-func rwSides(b *testing.B) map[string]rwSide {
+func rwSides(b *testing.B) map[string]rwSide { return rwSidesOf(b, "ext4") }
+
+// rwSidesOf is rwSides over a volume made by mke2fs -t typ, mounted as typ.
+func rwSidesOf(b *testing.B, typ string) map[string]rwSide {
 	needMke2fs(b)
 	if os.Geteuid() != 0 {
 		b.Skip("the kernel side needs root")
 	}
 	img := filepath.Join(b.TempDir(), "bench.img")
-	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-N", "150000", "-E", "lazy_itable_init=0,lazy_journal_init=0", img, "256M").CombinedOutput(); err != nil {
+	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", typ, "-b", "4096", "-N", "150000", "-E", "lazy_itable_init=0,lazy_journal_init=0", img, "256M").CombinedOutput(); err != nil {
 		b.Fatalf("mke2fs: %v\n%s", err, out)
 	}
 	p, dev, _ := newProc(b, img, viaRAM)
-	if err := p.Mount(dev, "/mnt", "ext4", 0, ""); err != nil {
+	if err := p.Mount(dev, "/mnt", typ, 0, ""); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { p.Unmount("/mnt", 0) })
@@ -51,7 +54,7 @@ func rwSides(b *testing.B) map[string]rwSide {
 	data, _ := os.ReadFile(img)
 	os.WriteFile(kimg, data, 0o600)
 	mnt := b.TempDir()
-	if out, err := exec.Command("mount", "-o", "loop,noinit_itable", kimg, mnt).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", typ, "-o", "loop,noinit_itable", kimg, mnt).CombinedOutput(); err != nil {
 		b.Fatalf("mount: %v\n%s", err, out)
 	}
 	b.Cleanup(func() { exec.Command("umount", mnt).Run() })
@@ -77,64 +80,66 @@ var sideOrder = []string{"iovfs", "kernel"}
 // (allocating on the first pass, overwriting after).
 func BenchmarkRWSeqWrite1M(b *testing.B) {
 	sides := rwSides(b)
+	for _, name := range sideOrder {
+		b.Run(name, func(b *testing.B) { benchSeqWrite1M(b, sides[name]) })
+	}
+}
+
+func benchSeqWrite1M(b *testing.B, s rwSide) {
 	buf := make([]byte, 1<<20)
 	for i := range buf {
 		buf[i] = byte(i)
 	}
-	for _, name := range sideOrder {
-		s := sides[name]
-		b.Run(name, func(b *testing.B) {
-			fd, err := s.open(s.root+"/seq", unix.O_CREAT|unix.O_RDWR)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.close(fd)
-			b.SetBytes(int64(len(buf)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if n, err := s.pwrite(fd, buf, int64(i%64)<<20); n != len(buf) {
-					b.Fatal(n, err)
-				}
-			}
-			s.fsync(fd)
-		})
+	fd, err := s.open(s.root+"/seq", unix.O_CREAT|unix.O_RDWR)
+	if err != nil {
+		b.Fatal(err)
 	}
+	defer s.close(fd)
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if n, err := s.pwrite(fd, buf, int64(i%64)<<20); n != len(buf) {
+			b.Fatal(n, err)
+		}
+	}
+	s.fsync(fd)
 }
 
 // BenchmarkRWRandWrite4K: 4 KiB overwrites at random aligned offsets of a
 // 32 MiB file, with an fsync every 64 writes.
 func BenchmarkRWRandWrite4K(b *testing.B) {
 	sides := rwSides(b)
-	buf := make([]byte, 4096)
 	for _, name := range sideOrder {
-		s := sides[name]
-		b.Run(name, func(b *testing.B) {
-			fd, err := s.open(s.root+"/rand", unix.O_CREAT|unix.O_RDWR)
-			if err != nil {
+		b.Run(name, func(b *testing.B) { benchRandWrite4K(b, sides[name]) })
+	}
+}
+
+func benchRandWrite4K(b *testing.B, s rwSide) {
+	buf := make([]byte, 4096)
+	fd, err := s.open(s.root+"/rand", unix.O_CREAT|unix.O_RDWR)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.close(fd)
+	big := make([]byte, 1<<20)
+	for off := int64(0); off < 32<<20; off += 1 << 20 {
+		s.pwrite(fd, big, off)
+	}
+	s.fsync(fd)
+	r := rand.New(rand.NewSource(1))
+	b.SetBytes(4096)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if n, err := s.pwrite(fd, buf, int64(r.Intn(8192))<<12); n != 4096 {
+			b.Fatal(n, err)
+		}
+		if i%64 == 63 {
+			if err := s.fsync(fd); err != nil {
 				b.Fatal(err)
 			}
-			defer s.close(fd)
-			big := make([]byte, 1<<20)
-			for off := int64(0); off < 32<<20; off += 1 << 20 {
-				s.pwrite(fd, big, off)
-			}
-			s.fsync(fd)
-			r := rand.New(rand.NewSource(1))
-			b.SetBytes(4096)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if n, err := s.pwrite(fd, buf, int64(r.Intn(8192))<<12); n != 4096 {
-					b.Fatal(n, err)
-				}
-				if i%64 == 63 {
-					if err := s.fsync(fd); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-		})
+		}
 	}
 }
 

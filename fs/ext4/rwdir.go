@@ -463,7 +463,7 @@ func (w *Writer) make(dir uint32, name string, mode, uid, gid uint32, target str
 	switch {
 	case isDir:
 		setILinks(raw, 2)
-		binary.LittleEndian.PutUint32(raw[0x20:], FlagExtents)
+		w.initMap(raw)
 		g := (ino - 1) / w.v.ipg
 		blk, _, err := w.allocBlocks(w.v.firstData+uint64(g)*uint64(w.v.bpg), 1)
 		if err != nil {
@@ -482,15 +482,13 @@ func (w *Writer) make(dir uint32, name string, mode, uid, gid uint32, target str
 		copy(raw[0x28:0x64], target)
 		setISize(raw, uint64(len(target)))
 	case mode&S_IFMT == S_IFLNK:
-		binary.LittleEndian.PutUint32(raw[0x20:], FlagExtents)
-		w.storeExtents(ino, raw, nil, 0)
+		w.initMap(raw)
 		if _, err := w.writeData(ino, raw, []byte(target), 0); err != nil {
 			return fail(err)
 		}
 		setISize(raw, uint64(len(target)))
 	default:
-		binary.LittleEndian.PutUint32(raw[0x20:], FlagExtents)
-		w.storeExtents(ino, raw, nil, 0)
+		w.initMap(raw)
 	}
 	if err := w.putInode(ino, raw); err != nil {
 		return 0, err
@@ -532,6 +530,10 @@ func (w *Writer) releaseInode(ino uint32, raw []byte, isDir bool) error {
 		}
 		clear(raw[0x28:0x64])
 		putExtentHeader(raw[0x28:0x64], 0, 4, 0)
+	} else if hasBlockMap(raw) {
+		if err := w.releaseBlockMap(ino, raw); err != nil { // rwblockmap.go
+			return err
+		}
 	}
 	if err := w.dropXattrBlock(ino, raw); err != nil {
 		return err

@@ -23,7 +23,8 @@ const maxInitExtent = 32768
 // EOPNOTSUPP.
 func (w *Writer) loadExtents(ino uint32, raw []byte) ([]wext, uint64, error) {
 	if iFlags(raw)&FlagExtents == 0 {
-		return nil, 0, fmt.Errorf("ext4: inode %d is block-mapped: %w", ino, syscall.EOPNOTSUPP)
+		exts, err := w.loadBlockMap(ino, raw) // rwblockmap.go
+		return exts, 0, err
 	}
 	node := raw[0x28:0x64]
 	depth := le16(node, 6)
@@ -78,6 +79,9 @@ func putExtentHeader(b []byte, entries, max, depth int) {
 // allocating or freeing the leaf and charging it to i_blocks. It returns
 // the leaf now in use.
 func (w *Writer) storeExtents(ino uint32, raw []byte, exts []wext, leaf uint64) (uint64, error) {
+	if iFlags(raw)&FlagExtents == 0 {
+		return 0, w.storeBlockMap(ino, raw, exts) // rwblockmap.go
+	}
 	ib := raw[0x28:0x64]
 	if len(exts) <= 4 {
 		if leaf != 0 {
@@ -204,11 +208,10 @@ func (w *Writer) WriteAt(ino uint32, p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if off >= w.maxBytes() {
+	if max := w.maxBytesOf(raw); off >= max {
 		return 0, syscall.EFBIG
-	}
-	if int64(len(p)) > w.maxBytes()-off {
-		p = p[:w.maxBytes()-off]
+	} else if int64(len(p)) > max-off {
+		p = p[:max-off]
 	}
 	n, err := w.writeData(ino, raw, p, off)
 	if n > 0 {
@@ -319,8 +322,13 @@ func (w *Writer) Truncate(ino uint32, size int64) error {
 	if size < 0 {
 		return syscall.EINVAL
 	}
-	if size > w.maxBytes() {
+	if size > w.maxBytesOf(raw) {
 		return syscall.EFBIG
+	}
+	if iFlags(raw)&FlagInlineData != 0 {
+		if err := w.uninline(ino, raw); err != nil { // rwinline.go
+			return err
+		}
 	}
 	if uint64(size) < iSize(raw) {
 		if err := w.cutBlocks(ino, raw, uint64(size)); err != nil {

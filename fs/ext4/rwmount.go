@@ -464,10 +464,7 @@ func (l *rwLink) Readlink() (string, error) {
 			return err
 		}
 		size := iSize(raw)
-		if iFlags(raw)&FlagExtents == 0 {
-			if size >= 60 {
-				return corrupt(l.ino, "bad fast symlink")
-			}
+		if iFlags(raw)&(FlagExtents|FlagInlineData) == 0 && !hasBlockMap(raw) {
 			s = string(raw[0x28 : 0x28+size])
 			return nil
 		}

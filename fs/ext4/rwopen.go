@@ -73,6 +73,9 @@ func (w *Writer) ReadAt(ino uint32, p []byte, off int64) (int, error) {
 		return 0, nil
 	}
 	p = p[:min(int64(len(p)), size-off)]
+	if iFlags(raw)&FlagInlineData != 0 {
+		return w.readInline(ino, raw, p, off) // rwinline.go
+	}
 	exts, _, err := w.loadExtents(ino, raw)
 	if err != nil {
 		return 0, err
