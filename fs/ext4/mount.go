@@ -109,30 +109,74 @@ type mountOpts struct {
 	bcache int64
 	// commit is the commit= interval of a read-write mount; 0: 5 s.
 	commit time.Duration
+	// commitSet: commit= was given (an error without a journal).
+	commitSet bool
+	// noload: noload or norecovery, the journal is neither replayed nor
+	// used.
+	noload bool
+	// data is the data= mode; dataSet: it was given.
+	data    DataMode
+	dataSet bool
+	// errors is the errors= behaviour, ErrorsDefault when not given (the
+	// superblock's s_errors then decides).
+	errors ErrorBehavior
+	// csumSet: journal_checksum or nojournal_checksum was given (an
+	// error without a journal).
+	csumSet bool
+	// delalloc: delalloc was given (conflicts with data=journal).
+	delalloc bool
 }
 
 func parseOpts(data string) (mountOpts, error) {
 	o := mountOpts{bcache: -1}
 	for _, opt := range strings.Split(data, ",") {
-		if v, ok := strings.CutPrefix(opt, "commit="); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return o, fmt.Errorf("ext4: bad commit= interval %q: %w", v, syscall.EINVAL)
+		name, val, hasVal := strings.Cut(opt, "=")
+		switch name {
+		case "commit":
+			// fsparam_u32: 0 is the default, more than INT_MAX/HZ
+			// seconds is refused (HZ 1000 is the largest in use).
+			n, err := strconv.ParseUint(val, 10, 32)
+			if !hasVal || err != nil || n > 1<<31/1000 {
+				return o, fmt.Errorf("ext4: bad commit= interval %q: %w", val, syscall.EINVAL)
 			}
-			o.commit = time.Duration(n) * time.Second
+			o.commit, o.commitSet = time.Duration(n)*time.Second, true
 			continue
-		}
-		if v, ok := strings.CutPrefix(opt, "bcache="); ok {
-			n, ok := parseCacheSize(v)
+		case "bcache":
+			n, ok := parseCacheSize(val)
 			if !ok {
-				return o, fmt.Errorf("ext4: bad bcache= size %q: %w", v, syscall.EINVAL)
+				return o, fmt.Errorf("ext4: bad bcache= size %q: %w", val, syscall.EINVAL)
 			}
 			o.bcache = n
 			continue
+		case "data":
+			m, ok := map[string]DataMode{"ordered": DataOrdered, "journal": DataJournal, "writeback": DataWriteback}[val]
+			if !ok {
+				return o, fmt.Errorf("ext4: bad data= mode %q: %w", val, syscall.EINVAL)
+			}
+			o.data, o.dataSet = m, true
+			continue
+		case "errors":
+			e, ok := map[string]ErrorBehavior{"continue": ErrorsContinue, "remount-ro": ErrorsRemountRO, "panic": ErrorsPanic}[val]
+			if !ok {
+				return o, fmt.Errorf("ext4: bad errors= behaviour %q: %w", val, syscall.EINVAL)
+			}
+			o.errors = e
+			continue
+		case "barrier":
+			// fsparam_u32 or a flag: barrier, barrier=N.
+			if _, err := strconv.ParseUint(val, 10, 32); hasVal && err != nil {
+				return o, fmt.Errorf("ext4: bad barrier= value %q: %w", val, syscall.EINVAL)
+			}
+			continue
 		}
 		switch opt {
-		case "data=ordered":
-		case "", "ro", "noload", "norecovery", "user_xattr", "acl", "noatime", "relatime", "strictatime", "nodiratime":
+		case "", "ro", "rw", "user_xattr", "acl", "noatime", "relatime", "strictatime", "nodiratime", "nobarrier", "nodelalloc":
+		case "noload", "norecovery":
+			o.noload = true
+		case "journal_checksum", "nojournal_checksum":
+			o.csumSet = true
+		case "delalloc":
+			o.delalloc = true
 		case "dax", "dax=always":
 			o.dax = true
 		case "dax=never", "nodax":
@@ -146,13 +190,37 @@ func parseOpts(data string) (mountOpts, error) {
 		case "x-iovfs-read=read":
 			o.path = ReadScalar
 		default:
-			if strings.HasPrefix(opt, "errors=") {
-				continue
-			}
 			return o, fmt.Errorf("ext4: unknown mount option %q: %w", opt, syscall.EINVAL)
 		}
 	}
+	// ext4_check_opt_consistency and __ext4_fill_super's checks that need
+	// no volume.
+	if o.data == DataJournal && o.delalloc {
+		return o, fmt.Errorf("ext4: can't mount with both data=journal and delalloc: %w", syscall.EINVAL)
+	}
+	if o.data == DataJournal && o.dax {
+		return o, fmt.Errorf("ext4: can't mount with both data=journal and dax: %w", syscall.EINVAL)
+	}
 	return o, nil
+}
+
+// checkJournalOpts refuses the journal options of a mount that runs
+// without a journal (no has_journal, or noload on a read-write mount), as
+// __ext4_fill_super's nojournal branch: data=, commit= and
+// journal_checksum give EINVAL; data=ordered given explicitly too.
+func (o mountOpts) checkJournalOpts(journal bool) error {
+	if journal {
+		return nil
+	}
+	switch {
+	case o.dataSet:
+		return fmt.Errorf("ext4: can't mount with data=, fs mounted w/o journal: %w", syscall.EINVAL)
+	case o.commitSet && o.commit != 5*time.Second && o.commit != 0:
+		return fmt.Errorf("ext4: can't mount with commit=, fs mounted w/o journal: %w", syscall.EINVAL)
+	case o.csumSet:
+		return fmt.Errorf("ext4: can't mount with journal_checksum, fs mounted w/o journal: %w", syscall.EINVAL)
+	}
+	return nil
 }
 
 // FS is a mounted ext2/3/4 volume. It implements vfs.FileSystem and
@@ -204,6 +272,12 @@ func mount(req vfs.MountRequest, logf func(string, ...any)) (vfs.FileSystem, err
 	req.Proc.Close(fd) // the Backing keeps the open file
 	if err != nil {
 		return nil, err
+	}
+	if !opts.noload {
+		if err := recoverReadOnly(req, b, logf); err != nil { // rwrecover.go
+			b.Release()
+			return nil, err
+		}
 	}
 	fs, err := newFS(req.Source, b, opts, logf)
 	if err != nil {

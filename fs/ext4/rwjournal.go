@@ -581,9 +581,9 @@ done:
 			}
 		}
 	}
-	if len(txns) > 0 {
-		j.seq = txns[len(txns)-1].tid + 1
-	}
+	// The next transaction id skips one past the end of the log, as
+	// jbd2_journal_recover's ++info.end_transaction.
+	j.seq = seq + 1
 	return len(txns), nil
 }
 
