@@ -666,7 +666,9 @@ func TestWriterCrash(t *testing.T) {
 	for _, fsets := range []struct {
 		name, opts string
 		batch      bool
-	}{{"ext4-csumv3", "", false}, {"ext4-nocsum", "^metadata_csum,uninit_bg", false}, {"ext4-csumv3-batch", "", true}} {
+		data       DataMode
+	}{{"ext4-csumv3", "", false, DataOrdered}, {"ext4-nocsum", "^metadata_csum,uninit_bg", false, DataOrdered}, {"ext4-csumv3-batch", "", true, DataOrdered},
+		{"ext4-csumv3-batch-datajournal", "", true, DataJournal}, {"ext4-nocsum-batch-datajournal", "^metadata_csum,uninit_bg", true, DataJournal}} {
 		t.Run(fsets.name, func(t *testing.T) {
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
@@ -687,6 +689,7 @@ func TestWriterCrash(t *testing.T) {
 				}
 				w.Now = func() time.Time { return fixed }
 				w.Batch, w.CommitInterval = fsets.batch, time.Hour
+				w.Data = fsets.data
 				snaps := []map[string]string{snapshot(t, w)}
 				ends := []int{ref.count}
 				committed := []bool{true}
@@ -709,6 +712,7 @@ func TestWriterCrash(t *testing.T) {
 				}
 				w.Now = func() time.Time { return fixed }
 				w.Batch, w.CommitInterval = fsets.batch, time.Hour
+				w.Data = fsets.data
 				r, rs = rand.New(rand.NewSource(seed)), rand.New(rand.NewSource(seed+7))
 				for i := 0; i < ops && cd.count <= cut; i++ {
 					randomOp(r, writerTarget{w, 0})

@@ -87,8 +87,11 @@ func (d *txDev) WriteAt(p []byte, off int64) (int, error) {
 		bo := int64(b) * d.bs
 		if !ok {
 			blk = make([]byte, d.bs)
-			if err := readFull(d.dev, blk, bo); err != nil {
-				return 0, err
+			// A block written whole need not be read first.
+			if off > bo || off+int64(len(p)) < bo+d.bs {
+				if err := readFull(d.dev, blk, bo); err != nil {
+					return 0, err
+				}
 			}
 			d.over[b] = blk
 			d.order = append(d.order, b)
@@ -134,7 +137,42 @@ type journal struct {
 	seed     uint32
 }
 
-func (w *Writer) writeDataAt(p []byte, off int64) error { return w.tx.writeData(p, off) }
+// writeDataAt writes file data: in place before the commit (data=ordered,
+// data=writeback), or into the running transaction with the metadata
+// (data=journal, on a volume with a journal), so that it is logged and
+// checkpointed with it.
+func (w *Writer) writeDataAt(p []byte, off int64) error {
+	if w.Data == DataJournal && w.j != nil {
+		_, err := w.tx.WriteAt(p, off)
+		return err
+	}
+	return w.tx.writeData(p, off)
+}
+
+// journalChunk is the most bytes one WriteAt logs in one transaction under
+// data=journal: half a transaction's size, so that a write of any length
+// is split into transactions the log holds.
+func (w *Writer) journalChunk() int {
+	return w.commitBlocks() / 2 << w.v.bsBits
+}
+
+// writeChunks writes p at off as WriteAt does, in transactions of at most
+// chunk bytes each (data=journal): a crash keeps a prefix of the chunks,
+// as it may keep a prefix of the pages of a large write(2) on Linux.
+func (w *Writer) writeChunks(ino uint32, p []byte, off int64, chunk int) (int, error) {
+	done := 0
+	for done < len(p) {
+		n, err := w.WriteAt(ino, p[done:min(len(p), done+chunk)], off+int64(done))
+		done += n
+		if err != nil || n < min(len(p)-done+n, chunk) {
+			if done > 0 {
+				return done, nil
+			}
+			return 0, err
+		}
+	}
+	return done, nil
+}
 
 // unlock ends an operation and releases mu. The running transaction is
 // committed when it has grown past commitBlocks, when CommitInterval has
