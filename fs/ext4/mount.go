@@ -120,8 +120,8 @@ type mountOpts struct {
 	// errors is the errors= behaviour, ErrorsDefault when not given (the
 	// superblock's s_errors then decides).
 	errors ErrorBehavior
-	// csumSet: journal_checksum or nojournal_checksum was given (an
-	// error without a journal).
+	// csumSet: journal_checksum was given (an error without a
+	// journal).
 	csumSet bool
 	// delalloc: delalloc was given (conflicts with data=journal).
 	delalloc bool
@@ -134,9 +134,9 @@ func parseOpts(data string) (mountOpts, error) {
 		switch name {
 		case "commit":
 			// fsparam_u32: 0 is the default, more than INT_MAX/HZ
-			// seconds is refused (HZ 1000 is the largest in use).
+			// seconds is refused (HZ 250, Debian's kernels').
 			n, err := strconv.ParseUint(val, 10, 32)
-			if !hasVal || err != nil || n > 1<<31/1000 {
+			if !hasVal || err != nil || n > (1<<31-1)/250 {
 				return o, fmt.Errorf("ext4: bad commit= interval %q: %w", val, syscall.EINVAL)
 			}
 			o.commit, o.commitSet = time.Duration(n)*time.Second, true
@@ -173,8 +173,9 @@ func parseOpts(data string) (mountOpts, error) {
 		case "", "ro", "rw", "user_xattr", "acl", "noatime", "relatime", "strictatime", "nodiratime", "nobarrier", "nodelalloc":
 		case "noload", "norecovery":
 			o.noload = true
-		case "journal_checksum", "nojournal_checksum":
+		case "journal_checksum":
 			o.csumSet = true
+		case "nojournal_checksum":
 		case "delalloc":
 			o.delalloc = true
 		case "dax", "dax=always":
@@ -280,6 +281,11 @@ func mount(req vfs.MountRequest, logf func(string, ...any)) (vfs.FileSystem, err
 		}
 	}
 	fs, err := newFS(req.Source, b, opts, logf)
+	if err == nil {
+		if err = opts.checkJournalOpts(fs.vol.compat&compatHasJournal != 0 && !opts.noload); err != nil {
+			fs.vol.Close()
+		}
+	}
 	if err != nil {
 		b.Release()
 		return nil, err
