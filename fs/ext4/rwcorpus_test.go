@@ -2,6 +2,7 @@ package ext4
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,7 +25,10 @@ func (d *countDev) WriteAt(p []byte, off int64) (int, error) {
 // TestWriterCorpus opens every e2fsprogs test image read-write
 // (IOVFS_E2FS_CORPUS names the directory): no panic, no hang, and not one
 // write to an image OpenWriter refuses. On the images it accepts, a few
-// operations run and Close must return.
+// operations run under errors=remount-ro with every error reported
+// (ReportError, as the mount does) and Close must return; once damage is
+// found, nothing but the error record (the superblock and the journal
+// superblock) is written.
 func TestWriterCorpus(t *testing.T) {
 	dir := os.Getenv("IOVFS_E2FS_CORPUS")
 	if dir == "" {
@@ -35,7 +39,7 @@ func TestWriterCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	refused, accepted := 0, 0
+	refused, accepted, damaged := 0, 0, 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Split(sc.Text(), "\t")
@@ -50,6 +54,7 @@ func TestWriterCorpus(t *testing.T) {
 		done := make(chan struct{})
 		var d *countDev
 		var openErr error
+		atErr := -1 // writes when the first damage was found
 		go func() {
 			defer close(done)
 			d = &countDev{memWDev: memWDev(img)}
@@ -58,13 +63,42 @@ func TestWriterCorpus(t *testing.T) {
 			if err != nil {
 				return
 			}
-			ino, err := w.Create(rootIno, "iovfs-new", 0o644, 0, 0)
-			if err == nil {
-				w.WriteAt(ino, []byte("data"), 0)
-				w.Truncate(ino, 1)
-				w.Unlink(rootIno, "iovfs-new")
+			w.Errors = ErrorsRemountRO
+			report := func(op string, err error) {
+				var ce *CorruptError
+				if errors.As(err, &ce) && atErr < 0 {
+					atErr = d.writes
+				}
+				w.ReportError(op, err)
 			}
-			w.Mkdir(rootIno, "iovfs-dir", 0o755, 0, 0)
+			// Look up every entry of the root, as a walk would.
+			var inos []uint32
+			report("readdir", w.View(func(v *Volume) error {
+				in, err := v.Inode(rootIno)
+				if err != nil {
+					return err
+				}
+				return v.ReadDir(in, func(_ []byte, ino uint32, _ uint8) bool {
+					inos = append(inos, ino)
+					return len(inos) < 1000
+				})
+			}))
+			for _, ino := range inos {
+				report("lookup", w.View(func(v *Volume) error {
+					_, err := w.getInode(ino)
+					return err
+				}))
+			}
+			ino, err := w.Create(rootIno, "iovfs-new", 0o644, 0, 0)
+			report("create", err)
+			if err == nil {
+				_, err = w.WriteAt(ino, []byte("data"), 0)
+				report("write", err)
+				report("truncate", w.Truncate(ino, 1))
+				report("unlink", w.Unlink(rootIno, "iovfs-new"))
+			}
+			_, err = w.Mkdir(rootIno, "iovfs-dir", 0o755, 0, 0)
+			report("mkdir", err)
 			w.Close()
 		}()
 		select {
@@ -80,6 +114,12 @@ func TestWriterCorpus(t *testing.T) {
 		} else {
 			accepted++
 		}
+		if atErr >= 0 {
+			damaged++
+			if d.writes-atErr > 2 {
+				t.Errorf("%s: %d writes after damage was found (the error record is 2)", fields[0], d.writes-atErr)
+			}
+		}
 	}
-	t.Logf("%d images refused without a write, %d accepted; no panic, no hang", refused, accepted)
+	t.Logf("%d images refused without a write, %d accepted (%d found damaged by an operation, then only the error record written); no panic, no hang", refused, accepted, damaged)
 }
