@@ -152,6 +152,8 @@ type Writer struct {
 	// errorsRO: err is a remount-ro after an error (ReportError), which
 	// Close does not report.
 	errorsRO bool
+	// stopCommits ends StartCommitter's goroutine; closed by Close.
+	stopCommits chan struct{}
 }
 
 // OpenWriter opens dev for reading and writing. The volume's metadata is
@@ -259,6 +261,9 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
+	if w.stopCommits != nil {
+		close(w.stopCommits)
+	}
 	if w.errorsRO {
 		return nil // read-only after an error: nothing more is written
 	}

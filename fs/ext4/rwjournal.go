@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"sort"
 	"syscall"
+	"time"
 )
 
 // jbd2 constants (include/linux/jbd2.h).
@@ -200,6 +201,44 @@ func (w *Writer) commitBlocks() int {
 		return 1024
 	}
 	return min(1024, int(w.j.maxlen-w.j.first)/4)
+}
+
+// StartCommitter commits the running transaction once CommitInterval has
+// passed since the last commit even when no operation follows, as jbd2's
+// commit timer does for commit=N: a goroutine looks every quarter
+// interval (at least every 10 ms) until Close. Batch mode only; calling
+// it again does nothing.
+func (w *Writer) StartCommitter() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopCommits != nil || w.closed {
+		return
+	}
+	stop := make(chan struct{})
+	w.stopCommits = stop
+	tick := time.NewTicker(max(w.CommitInterval/4, 10*time.Millisecond))
+	go func() {
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				w.intervalCommit()
+			}
+		}
+	}()
+}
+
+// intervalCommit commits the running transaction if it holds changes and
+// CommitInterval has passed since the last commit.
+func (w *Writer) intervalCommit() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.err != nil || len(w.tx.over) == 0 || w.Now().Sub(w.lastCommit) < w.CommitInterval {
+		return
+	}
+	w.commitOrFail()
 }
 
 // Sync commits the running transaction, as fsync(2) and syncfs(2) do,

@@ -95,6 +95,7 @@ func mountRW(req vfs.MountRequest, opts mountOpts, logf func(string, ...any)) (v
 		w.CommitInterval = opts.commit
 	}
 	w.Data, w.Errors = opts.data, opts.errors
+	w.StartCommitter()
 	fs := &rwFS{w: w, b: b, bs: uint64(w.v.bs), nodes: map[uint32]vfs.Node{}}
 	return fs, nil
 }

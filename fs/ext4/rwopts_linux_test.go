@@ -6,8 +6,12 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/vfs"
 )
 
 // TestMountOptionsKernel mounts the same images with the same option
@@ -74,4 +78,74 @@ func errnoOf(err error) syscall.Errno {
 		return e
 	}
 	return syscall.EIO
+}
+
+// TestCommitIntervalMount: a read-write mount with commit=1 commits a
+// write within the interval with no fsync and nothing after it: a copy
+// of the device taken then (a crash) recovers with the file. The wait is
+// bounded (10 s) and the test asserts the result, not the time.
+func TestCommitIntervalMount(t *testing.T) {
+	needMke2fs(t)
+	img := mkImage(t, 8<<10, func(testing.TB, string) {}, "-t", "ext4")
+	p, dev, done := newProc(t, img, viaRAM)
+	defer done()
+	fsys, err := ext4.Mount(vfs.MountRequest{Proc: p, Source: dev, Data: "commit=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Namespace().MountFS("/mnt", fsys, false); err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.(vfs.Shutdowner).Shutdown()
+	w := fsys.(interface{ Writer() *ext4.Writer }).Writer()
+	fd, err := p.Open("/mnt/f", unix.O_CREAT|unix.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := p.Pwrite(fd, []byte("committed by the timer"), 0); n != 22 {
+		t.Fatal(n, err)
+	}
+	p.Close(fd)
+	// Pending takes the Writer's lock: once it reports 0, the commit's
+	// device writes happened before the copy below.
+	for i := 0; i < 100 && w.Pending() != 0; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := w.Pending(); n != 0 {
+		t.Fatalf("10 s after the write, %d blocks are still uncommitted", n)
+	}
+	crash := memWDevX(ramBytes(t, p, int(fileSize(t, img))))
+	if _, err := ext4.RecoverJournal(crash, ext4.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := ext4.Open(memDev(crash), ext4.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	root, err := v.Inode(v.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino, err := v.Lookup(root, "f")
+	if err != nil {
+		t.Fatalf("the crash copy has no f: %v", err)
+	}
+	if in, err := v.Inode(ino); err != nil || in.Size != 22 {
+		t.Fatalf("the crash copy's f: %+v, %v; want size 22", in, err)
+	}
+}
+
+type memWDevX []byte
+
+func (d memWDevX) Size() int64                              { return int64(len(d)) }
+func (d memWDevX) ReadAt(p []byte, off int64) (int, error)  { return copy(p, d[off:]), nil }
+func (d memWDevX) WriteAt(p []byte, off int64) (int, error) { return copy(d[off:], p), nil }
+
+func fileSize(t *testing.T, name string) int64 {
+	st, err := os.Stat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
 }
