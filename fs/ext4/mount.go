@@ -300,22 +300,9 @@ func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)
 	}
 	fs := &FS{b: b, dev: dev, opts: opts, nodes: map[uint32]vfs.Node{}}
 	if opts.dax {
-		// Linux refuses dax on a device without dax_direct_access
-		// ("DAX unsupported by block device"); probe once, as
-		// block.DirectAccessor asks.
-		da, ok := dev.(block.DirectAccessor)
-		if ok {
-			_, err := da.DirectAccess(0, dev.SectorSize())
-			ok = err == nil
-		}
-		if !ok {
-			return nil, fmt.Errorf("ext4: dax: device %s does not offer direct access: %w", src, syscall.EINVAL)
-		}
-		fs.dax = da
-		if end := block.ReadEnd(dev); end > 0 && int64(int(end)) == end {
-			if m, err := da.DirectAccess(0, int(end)); err == nil && int64(len(m)) == end {
-				fs.mem = m
-			}
+		var err error
+		if fs.dax, fs.mem, err = probeDAX(src, dev); err != nil {
+			return nil, err
 		}
 	}
 	var vdev Device = backingDevice{b: b, size: block.ReadEnd(dev)}
@@ -348,6 +335,28 @@ func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)
 		return nil, err
 	}
 	return fs, nil
+}
+
+// probeDAX returns dev's direct accessor for a dax mount and, if the
+// device can map all of itself, the view of the whole device. Linux
+// refuses dax on a device without dax_direct_access ("DAX unsupported by
+// block device"): EINVAL. It probes once, as block.DirectAccessor asks.
+func probeDAX(src string, dev block.Device) (block.DirectAccessor, []byte, error) {
+	da, ok := dev.(block.DirectAccessor)
+	if ok {
+		_, err := da.DirectAccess(0, dev.SectorSize())
+		ok = err == nil
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("ext4: dax: device %s does not offer direct access: %w", src, syscall.EINVAL)
+	}
+	var mem []byte
+	if end := block.ReadEnd(dev); end > 0 && int64(int(end)) == end {
+		if m, err := da.DirectAccess(0, int(end)); err == nil && int64(len(m)) == end {
+			mem = m
+		}
+	}
+	return da, mem, nil
 }
 
 // Root implements vfs.FileSystem.

@@ -24,6 +24,8 @@ import (
 	"sort"
 	"syscall"
 	"time"
+
+	"github.com/iovfs/iovfs/block"
 )
 
 // jbd2 constants (include/linux/jbd2.h).
@@ -56,6 +58,11 @@ type txDev struct {
 	bs    int64
 	over  map[uint64][]byte
 	order []uint64
+	// dax, if set, is the device's direct access (a dax mount): file
+	// data is copied into device memory (rwdax.go); mem is the whole
+	// device's view when one could be taken.
+	dax block.DirectAccessor
+	mem []byte
 }
 
 func (d *txDev) Size() int64 { return d.dev.Size() }
@@ -108,6 +115,9 @@ func (d *txDev) WriteAt(p []byte, off int64) (int, error) {
 func (d *txDev) writeData(p []byte, off int64) error {
 	for b := uint64(off / d.bs); int64(b)*d.bs < off+int64(len(p)); b++ {
 		delete(d.over, b)
+	}
+	if d.dax != nil {
+		return d.copyDax(p, off)
 	}
 	n, err := d.dev.WriteAt(p, off)
 	if err == nil && n < len(p) {

@@ -60,11 +60,11 @@ func (d backingWDevice) WriteAt(p []byte, off int64) (int, error) {
 }
 
 // mountRW opens req.Source read-write and mounts it through a Writer.
-// Options: those of Mount except dax and the x-iovfs-read benchmarks
-// (EINVAL: a read-write mount reads and writes through the device).
+// Options: those of Mount except the x-iovfs-read benchmarks (EINVAL);
+// dax writes file data into device memory (rwdax.go).
 func mountRW(req vfs.MountRequest, opts mountOpts, logf func(string, ...any)) (vfs.FileSystem, error) {
-	if opts.dax || opts.path != ReadScalar {
-		return nil, fmt.Errorf("ext4: dax and x-iovfs-read need a read-only mount: %w", syscall.EINVAL)
+	if opts.path != ReadScalar {
+		return nil, fmt.Errorf("ext4: x-iovfs-read needs a read-only mount: %w", syscall.EINVAL)
 	}
 	fd, err := req.Proc.Open(req.Source, unix.O_RDWR, 0)
 	if err != nil {
@@ -79,6 +79,14 @@ func mountRW(req vfs.MountRequest, opts mountOpts, logf func(string, ...any)) (v
 	if !ok {
 		b.Release()
 		return nil, fmt.Errorf("ext4: %s is not a block device: %w", req.Source, syscall.ENOTBLK)
+	}
+	var da block.DirectAccessor
+	var mem []byte
+	if opts.dax {
+		if da, mem, err = probeDAX(req.Source, dev); err != nil {
+			b.Release()
+			return nil, err
+		}
 	}
 	w, err := OpenWriter(backingWDevice{backingDevice{b: b, size: block.ReadEnd(dev)}}, Options{Logf: logf, NoLoad: opts.noload})
 	if err == nil {
@@ -95,6 +103,9 @@ func mountRW(req vfs.MountRequest, opts mountOpts, logf func(string, ...any)) (v
 		w.CommitInterval = opts.commit
 	}
 	w.Data, w.Errors = opts.data, opts.errors
+	if da != nil {
+		w.UseDAX(da, mem)
+	}
 	w.StartCommitter()
 	fs := &rwFS{w: w, b: b, bs: uint64(w.v.bs), nodes: map[uint32]vfs.Node{}}
 	return fs, nil
