@@ -138,7 +138,6 @@ func TestVFSReadWriteDax(t *testing.T) {
 	}
 }
 
-
 // TestDaxWriteFault: a read-write dax mount of a loop device over an
 // imported host file writes file data through the file's mapping; when
 // another process truncates the host file under it, a write gives EIO
