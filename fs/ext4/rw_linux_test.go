@@ -477,7 +477,7 @@ func TestWriterKernelDifferential(t *testing.T) {
 	seqs, ops := rwSequenceCounts()
 	umask := uint32(syscall.Umask(0))
 	syscall.Umask(int(umask))
-	for _, fsets := range rwFeatureSets {
+	for _, fsets := range append(rwFeatureSets[:len(rwFeatureSets):len(rwFeatureSets)], rwModeSets...) {
 		t.Run(fsets.name, func(t *testing.T) {
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
@@ -493,12 +493,13 @@ func TestWriterKernelDifferential(t *testing.T) {
 				if err := os.WriteFile(kimg, orig, 0o600); err != nil {
 					t.Fatal(err)
 				}
-				mnt, um := kmount(t, kimg, "rw")
+				mnt, um := kmount(t, kimg, "rw"+rwModeOpts(fsets.name))
 				dev := memWDev(bytes.Clone(orig))
 				w, err := OpenWriter(dev, Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
+				w.Data = rwModeData(fsets.name)
 				runSequence(t, rand.New(rand.NewSource(seed)), ops, kernelTarget{mnt}, writerTarget{w, umask}, seen)
 				want := treeOf(t, mnt)
 				um()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -194,4 +195,27 @@ func TestCommitInterval(t *testing.T) {
 	}
 	w2.Close()
 	w.Close()
+}
+
+// rwModeSets are the feature sets TestWriterKernelDifferential runs in a
+// data= mode of its own, on both sides (rwModeOpts, rwModeData).
+var rwModeSets = []struct{ name, opts string }{
+	{"ext4-data=journal", ""},
+	{"ext4-nocsum-data=journal", "^metadata_csum,uninit_bg"},
+}
+
+// rwModeOpts is the kernel mount options of the set named name.
+func rwModeOpts(name string) string {
+	if strings.HasSuffix(name, "data=journal") {
+		return ",data=journal"
+	}
+	return ""
+}
+
+// rwModeData is the Writer's data mode of the set named name.
+func rwModeData(name string) DataMode {
+	if strings.HasSuffix(name, "data=journal") {
+		return DataJournal
+	}
+	return DataOrdered
 }
