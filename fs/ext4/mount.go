@@ -39,33 +39,57 @@ var Types = []string{"ext4", "ext3", "ext2"}
 // elsewhere.
 //
 // With MS_RDONLY the mount is this read-only driver and req.Source is
-// opened O_RDONLY. Without it, req.Source is opened O_RDWR and served by
-// the Writer (rw.go, rwmount.go): features it cannot keep correct give a
-// *FeatureError (EINVAL) naming them, a journal that needs recovery is
-// replayed, and dax is refused (EINVAL). Either way req.Source must be a
-// block device (ENOTBLK otherwise, as Linux's lookup_bdev). Options in
+// opened O_RDONLY; a journal that needs recovery is first replayed into
+// the device, as Linux's ro mount does (rwrecover.go: the source is
+// opened O_RDWR for the replay only; EROFS if the device is read-only),
+// unless noload or norecovery. Without MS_RDONLY, req.Source is opened
+// O_RDWR and served by the Writer (rw.go, rwmount.go): features it cannot
+// keep correct give a *FeatureError (EINVAL) naming them, and a journal
+// that needs recovery is replayed. Either way req.Source must be a block
+// device (ENOTBLK otherwise, as Linux's lookup_bdev). Options in
 // req.Data, comma-separated:
 //
-//	dax, dax=always   copy file data straight from device memory; the
-//	                  device must offer direct access (EINVAL otherwise)
-//	dax=never, nodax  read file data through the device (the default)
-//	bcache=SIZE       budget of the buffer cache that metadata is read
-//	                  through, in bytes or with a K, M or G suffix; the
-//	                  default is block.DefaultCacheLimit (a quarter of
+//	dax, dax=always   read-only: copy file data straight from device
+//	                  memory; read-write: write file data straight into
+//	                  it (rwdax.go). The device must offer direct access
+//	                  (EINVAL otherwise)
+//	dax=never, nodax  read and write file data through the device (the
+//	                  default)
+//	bcache=SIZE       read-only: budget of the buffer cache that metadata
+//	                  is read through, in bytes or with a K, M or G suffix;
+//	                  the default is block.DefaultCacheLimit (a quarter of
 //	                  the device, at most 64 MiB); bcache=0 reads metadata
 //	                  from the device every time. A dax mount reads
 //	                  metadata from device memory and has no cache.
-//	commit=N          read-write: commit the running transaction after N
-//	                  seconds (default 5); data=ordered is accepted (it is
-//	                  what the Writer does)
-//	ro, noload, norecovery, errors=..., user_xattr, acl, noatime, relatime
-//	                  accepted and ignored (the mount is read-only and
-//	                  never replays the journal, as ro,noload)
+//	commit=N          read-write: commit the running transaction N seconds
+//	                  after the last commit, with or without further
+//	                  operations (0: the default, 5); at most INT_MAX/HZ
+//	data=ordered      read-write: file data reaches the device before the
+//	                  metadata that points at it commits (the default)
+//	data=journal      read-write: file data is logged in the transaction
+//	data=writeback    accepted; runs as data=ordered
+//	errors=continue|remount-ro|panic
+//	                  read-write: what damage found by an operation does
+//	                  (Writer.ReportError); the default is the superblock's
+//	                  s_errors; panic runs as remount-ro
+//	noload, norecovery
+//	                  do not replay the journal; read-write: do not use it
+//	                  either (a volume that needs recovery is refused)
+//	journal_checksum, nojournal_checksum, barrier, barrier=N, nobarrier,
+//	delalloc, nodelalloc, ro, rw, user_xattr, acl, noatime, relatime,
+//	strictatime, nodiratime
+//	                  accepted and ignored (the journal keeps the
+//	                  checksum kind mke2fs gave it; the atime words are
+//	                  mount(8) flags Linux refuses here, accepted because
+//	                  iovfs's mount commands pass them as data)
 //
-// Any other option gives EINVAL, as ext4's parse_options does. For
-// benchmarks only, "x-iovfs-read=iomap|iter-wrap|iter-1seg" selects a
-// handle shaped like one of the read paths of the ext4-dax experiment
-// (see ReadPath); production mounts leave it unset.
+// Any other option, a bad value, data=journal with dax or delalloc, and
+// data=, commit= (other than 0 or 5) or journal_checksum on a mount
+// without a journal (no has_journal, or noload) give EINVAL, as ext4's
+// parse_options and __ext4_fill_super do. For benchmarks only,
+// "x-iovfs-read=iomap|iter-wrap|iter-1seg" selects a read-only handle
+// shaped like one of the read paths of the ext4-dax experiment (see
+// ReadPath); production mounts leave it unset.
 func Mount(req vfs.MountRequest) (vfs.FileSystem, error) {
 	return NewMountFunc(nil)(req)
 }

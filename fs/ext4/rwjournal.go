@@ -4,7 +4,9 @@ package ext4
 //
 // Every Writer operation is one transaction. Its metadata writes collect
 // in txDev's overlay (reads see them); file data goes straight to the
-// device first (data=ordered). At the end of the operation commit writes,
+// device first (data=ordered; with dax, into device memory, rwdax.go), or
+// into the overlay with the metadata (data=journal: logged, then
+// checkpointed like metadata). At the end of the operation commit writes,
 // on a volume with a journal: the transaction into the log (descriptor
 // blocks with jbd2 tags, v3 with checksums under metadata_csum, the
 // blocks, a commit block), then the journal superblock pointing at it,
@@ -16,6 +18,9 @@ package ext4
 //
 // Recovery reads what the kernel writes too: descriptor, commit and
 // revoke blocks, v2/v3 tags, 32- and 64-bit block numbers, wrapping logs.
+// Read-only mounts replay through RecoverJournal (rwrecover.go). With
+// Batch, a transaction also commits CommitInterval after the last commit
+// without another operation (StartCommitter, commit=N).
 
 import (
 	"encoding/binary"
