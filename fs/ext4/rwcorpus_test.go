@@ -123,3 +123,59 @@ func TestWriterCorpus(t *testing.T) {
 	}
 	t.Logf("%d images refused without a write, %d accepted (%d found damaged by an operation, then only the error record written); no panic, no hang", refused, accepted, damaged)
 }
+
+// TestReplayCorpus replays, as a read-only mount does (RecoverJournal),
+// the journal of every e2fsprogs test image that needs recovery
+// (IOVFS_E2FS_CORPUS): no panic, no hang, and not one write to an image
+// whose replay is refused or finds the log corrupt.
+func TestReplayCorpus(t *testing.T) {
+	dir := os.Getenv("IOVFS_E2FS_CORPUS")
+	if dir == "" {
+		t.Skip("IOVFS_E2FS_CORPUS not set")
+	}
+	f, err := os.Open(filepath.Join(dir, "INDEX.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	replayed, refused := 0, 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Split(sc.Text(), "\t")
+		if len(fields) < 2 {
+			continue
+		}
+		hint, _ := strconv.Atoi(fields[1])
+		img, err := loadCorpusImage(filepath.Join(dir, fields[0]), hint)
+		if err != nil || len(img) > 64<<20 {
+			continue
+		}
+		if need, err := NeedsRecovery(memWDev(img)); err != nil || !need {
+			continue
+		}
+		d := &countDev{memWDev: memWDev(img)}
+		done := make(chan error)
+		go func() {
+			_, err := RecoverJournal(d, Options{})
+			done <- err
+		}()
+		select {
+		case err = <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s: replay hangs", fields[0])
+		}
+		if err != nil {
+			refused++
+			t.Logf("%s: refused: %v", fields[0], err)
+			if d.writes != 0 {
+				t.Errorf("%s: replay failed (%v) after %d writes", fields[0], err, d.writes)
+			}
+			continue
+		}
+		replayed++
+	}
+	if replayed+refused == 0 {
+		t.Fatal("no corpus image needs recovery")
+	}
+	t.Logf("%d images needing recovery replayed, %d refused without a write", replayed, refused)
+}

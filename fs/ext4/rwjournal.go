@@ -654,13 +654,19 @@ done:
 			delete(revoked, b)
 		}
 	}
+	// Check every target before the first write: a log found corrupt
+	// leaves the device untouched.
+	for _, t := range txns {
+		for _, tag := range t.tags {
+			if tag.blk >= v.blocks {
+				return 0, corrupt(0, "journal block %d outside the volume", tag.blk)
+			}
+		}
+	}
 	for _, t := range txns {
 		for _, tag := range t.tags {
 			if r, ok := revoked[tag.blk]; ok && int32(r-t.tid) >= 0 {
 				continue
-			}
-			if tag.blk >= v.blocks {
-				return 0, corrupt(0, "journal block %d outside the volume", tag.blk)
 			}
 			if err := read(tag.pos); err != nil {
 				return 0, err
