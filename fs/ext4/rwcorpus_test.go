@@ -30,27 +30,8 @@ func (d *countDev) WriteAt(p []byte, off int64) (int, error) {
 // found, nothing but the error record (the superblock and the journal
 // superblock) is written.
 func TestWriterCorpus(t *testing.T) {
-	dir := os.Getenv("IOVFS_E2FS_CORPUS")
-	if dir == "" {
-		t.Skip("IOVFS_E2FS_CORPUS not set")
-	}
-	f, err := os.Open(filepath.Join(dir, "INDEX.tsv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	refused, accepted, damaged := 0, 0, 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Split(sc.Text(), "\t")
-		if len(fields) < 2 {
-			continue
-		}
-		hint, _ := strconv.Atoi(fields[1])
-		img, err := loadCorpusImage(filepath.Join(dir, fields[0]), hint)
-		if err != nil || len(img) > 64<<20 {
-			continue
-		}
+	forEachCorpusImage(t, func(name string, img []byte) {
 		done := make(chan struct{})
 		var d *countDev
 		var openErr error
@@ -104,12 +85,12 @@ func TestWriterCorpus(t *testing.T) {
 		select {
 		case <-done:
 		case <-time.After(60 * time.Second):
-			t.Fatalf("%s: hangs", fields[0])
+			t.Fatalf("%s: hangs", name)
 		}
 		if openErr != nil {
 			refused++
 			if d.writes != 0 {
-				t.Errorf("%s: refused (%v) after %d writes", fields[0], openErr, d.writes)
+				t.Errorf("%s: refused (%v) after %d writes", name, openErr, d.writes)
 			}
 		} else {
 			accepted++
@@ -117,10 +98,10 @@ func TestWriterCorpus(t *testing.T) {
 		if atErr >= 0 {
 			damaged++
 			if d.writes-atErr > 2 {
-				t.Errorf("%s: %d writes after damage was found (the error record is 2)", fields[0], d.writes-atErr)
+				t.Errorf("%s: %d writes after damage was found (the error record is 2)", name, d.writes-atErr)
 			}
 		}
-	}
+	})
 	t.Logf("%d images refused without a write, %d accepted (%d found damaged by an operation, then only the error record written); no panic, no hang", refused, accepted, damaged)
 }
 
@@ -129,6 +110,43 @@ func TestWriterCorpus(t *testing.T) {
 // (IOVFS_E2FS_CORPUS): no panic, no hang, and not one write to an image
 // whose replay is refused or finds the log corrupt.
 func TestReplayCorpus(t *testing.T) {
+	replayed, refused := 0, 0
+	forEachCorpusImage(t, func(name string, img []byte) {
+		if need, err := NeedsRecovery(memWDev(img)); err != nil || !need {
+			return
+		}
+		d := &countDev{memWDev: memWDev(img)}
+		done := make(chan error)
+		go func() {
+			_, err := RecoverJournal(d, Options{})
+			done <- err
+		}()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s: replay hangs", name)
+		}
+		if err != nil {
+			refused++
+			t.Logf("%s: refused: %v", name, err)
+			if d.writes != 0 {
+				t.Errorf("%s: replay failed (%v) after %d writes", name, err, d.writes)
+			}
+			return
+		}
+		replayed++
+	})
+	if replayed+refused == 0 {
+		t.Fatal("no corpus image needs recovery")
+	}
+	t.Logf("%d images needing recovery replayed, %d refused without a write", replayed, refused)
+}
+
+// forEachCorpusImage calls fn with every e2fsprogs test image of at most
+// 64 MiB listed in IOVFS_E2FS_CORPUS's INDEX.tsv; the test is skipped
+// without it.
+func forEachCorpusImage(t *testing.T, fn func(name string, img []byte)) {
 	dir := os.Getenv("IOVFS_E2FS_CORPUS")
 	if dir == "" {
 		t.Skip("IOVFS_E2FS_CORPUS not set")
@@ -138,7 +156,6 @@ func TestReplayCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	replayed, refused := 0, 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Split(sc.Text(), "\t")
@@ -150,32 +167,6 @@ func TestReplayCorpus(t *testing.T) {
 		if err != nil || len(img) > 64<<20 {
 			continue
 		}
-		if need, err := NeedsRecovery(memWDev(img)); err != nil || !need {
-			continue
-		}
-		d := &countDev{memWDev: memWDev(img)}
-		done := make(chan error)
-		go func() {
-			_, err := RecoverJournal(d, Options{})
-			done <- err
-		}()
-		select {
-		case err = <-done:
-		case <-time.After(60 * time.Second):
-			t.Fatalf("%s: replay hangs", fields[0])
-		}
-		if err != nil {
-			refused++
-			t.Logf("%s: refused: %v", fields[0], err)
-			if d.writes != 0 {
-				t.Errorf("%s: replay failed (%v) after %d writes", fields[0], err, d.writes)
-			}
-			continue
-		}
-		replayed++
+		fn(fields[0], img)
 	}
-	if replayed+refused == 0 {
-		t.Fatal("no corpus image needs recovery")
-	}
-	t.Logf("%d images needing recovery replayed, %d refused without a write", replayed, refused)
 }

@@ -93,18 +93,7 @@ func TestDataJournalNoTornBlocks(t *testing.T) {
 // data=journal: the write is split into transactions, every one fits the
 // log, and the file reads back whole, e2fsck-clean.
 func TestDataJournalLargeWrite(t *testing.T) {
-	needMke2fs(t)
-	img := filepath.Join(t.TempDir(), "img")
-	mkfsRW(t, img, 64, "")
-	b, err := os.ReadFile(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := memWDev(b)
-	w, err := OpenWriter(dev, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	img, dev, w := memWriter(t, 64)
 	w.Batch, w.Data = true, DataJournal
 	ino, err := w.Create(rootIno, "big", 0o644, 0, 0)
 	if err != nil {
@@ -143,18 +132,7 @@ func TestDataJournalLargeWrite(t *testing.T) {
 // fsync after it (StartCommitter's check, run here by hand on a fake
 // clock), and what it committed survives a crash right after.
 func TestCommitInterval(t *testing.T) {
-	needMke2fs(t)
-	img := filepath.Join(t.TempDir(), "img")
-	mkfsRW(t, img, 16, "")
-	b, err := os.ReadFile(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := memWDev(b)
-	w, err := OpenWriter(dev, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, dev, w := memWriter(t, 16)
 	t0 := time.Now().Add(time.Hour) // after OpenWriter's own commit
 	now := t0
 	w.Now = func() time.Time { return now }
@@ -218,4 +196,23 @@ func rwModeData(name string) DataMode {
 		return DataJournal
 	}
 	return DataOrdered
+}
+
+// memWriter makes a default mke2fs ext4 image of sizeMiB and opens a
+// Writer on a copy of it in memory; it returns the image's path too.
+func memWriter(t *testing.T, sizeMiB int) (string, memWDev, *Writer) {
+	t.Helper()
+	needMke2fs(t)
+	img := filepath.Join(t.TempDir(), "img")
+	mkfsRW(t, img, sizeMiB, "")
+	b, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := memWDev(b)
+	w, err := OpenWriter(dev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img, dev, w
 }
