@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -85,8 +86,8 @@ func errcode(e syscall.Errno) byte {
 // recordError adds one error to the superblock sb as ext4_update_super
 // copies save_error_info's record: ERROR_FS in s_state, the count, the
 // first error's fields if none is recorded, the last error's always. The
-// function field names the Writer operation (the kernel's names its C
-// function) and the line is 0.
+// function field is the kernel function that would report it (errorFunc)
+// and the line is 0.
 func recordError(sb []byte, ce *CorruptError, op string, now time.Time) {
 	le := binary.LittleEndian
 	le.PutUint16(sb[sbState:], le.Uint16(sb[sbState:])|stateErrorFS)
@@ -149,6 +150,7 @@ func (w *Writer) ReportError(op string, err error) {
 		return
 	}
 	now := w.Now()
+	op = errorFunc(op, ce)
 	mode := w.errorBehavior()
 	w.v.opt.Logf("ext4: error: %s: %v", op, ce)
 	if mode == ErrorsContinue {
@@ -193,6 +195,18 @@ func (w *Writer) ReportError(op string, err error) {
 		}
 	}
 	w.tx.flush()
+}
+
+// errorFunc is the kernel function whose name ext4_error records for
+// damage ce found while serving op: a directory block read on the way to
+// a name (every operation but readdir looks the name up first) is
+// reported by __ext4_find_entry; anything else by the operation (an
+// inode by its caller, as __ext4_iget is given it).
+func errorFunc(op string, ce *CorruptError) string {
+	if op != "ext4_readdir" && (strings.HasPrefix(ce.What, "directory block") || strings.HasPrefix(ce.What, "htree node")) {
+		return "__ext4_find_entry"
+	}
+	return op
 }
 
 // clearJournalErr is ext4_clear_journal_err at open: a journal whose
