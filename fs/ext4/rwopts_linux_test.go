@@ -1,7 +1,10 @@
 package ext4_test
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -148,4 +151,59 @@ func fileSize(t *testing.T, name string) int64 {
 		t.Fatal(err)
 	}
 	return st.Size()
+}
+
+// TestNoLoadReadWrite: a read-write noload mount runs without the journal,
+// as Linux's nojournal mode: changes are written in place, the journal's
+// blocks are never written, needs_recovery is never set, and the result
+// is e2fsck-clean. A volume that needs recovery is refused (EINVAL).
+func TestNoLoadReadWrite(t *testing.T) {
+	needMke2fs(t)
+	img := mkImage(t, 8<<10, func(testing.TB, string) {}, "-t", "ext4")
+	orig, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jb, bs := journalBlocks(t, orig)
+	p, dev, done := newProc(t, img, viaRAM)
+	defer done()
+	if err := p.Mount(dev, "/mnt", "ext4", 0, "noload"); err != nil {
+		t.Fatal(err)
+	}
+	if b := ramBytes(t, p, len(orig)); binary.LittleEndian.Uint32(b[1024+0x60:])&4 != 0 {
+		t.Error("needs_recovery set by a noload mount")
+	}
+	fd, err := p.Open("/mnt/f", unix.O_CREAT|unix.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := p.Pwrite(fd, []byte("in place"), 0); n != 8 {
+		t.Fatal(n, err)
+	}
+	p.Close(fd)
+	if err := p.Unmount("/mnt", 0); err != nil {
+		t.Fatal(err)
+	}
+	out := ramBytes(t, p, len(orig))
+	for b := range jb {
+		if !bytes.Equal(out[b*uint64(bs):(b+1)*uint64(bs)], orig[b*uint64(bs):(b+1)*uint64(bs)]) {
+			t.Errorf("journal block %d written by a noload mount", b)
+		}
+	}
+	e2fsckN(t, out)
+
+	// A volume that needs recovery: refused read-write under noload.
+	dirty := bytes.Clone(out)
+	binary.LittleEndian.PutUint32(dirty[1024+0x60:], binary.LittleEndian.Uint32(dirty[1024+0x60:])|4)
+	binary.LittleEndian.PutUint32(dirty[1024+0x3FC:], ^crc32.Checksum(dirty[1024:1024+0x3FC], crc32.MakeTable(crc32.Castagnoli)))
+	dimg := filepath.Join(t.TempDir(), "dirty.img")
+	os.WriteFile(dimg, dirty, 0o600)
+	p2, dev2, done2 := newProc(t, dimg, viaRAM)
+	defer done2()
+	if err := p2.Mount(dev2, "/mnt", "ext4", 0, "noload"); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("read-write noload mount of a volume needing recovery: %v, want EINVAL", err)
+		if err == nil {
+			p2.Unmount("/mnt", 0)
+		}
+	}
 }
