@@ -10,9 +10,8 @@ func (w *Writer) checkDirBlock(dir uint32, draw []byte, lblk uint64, buf []byte)
 	if !w.v.csum {
 		return nil
 	}
-	in, err := w.v.parseInode(dir, draw)
-	if err != nil {
-		return err
-	}
-	return w.v.dirBlockCsum(in, lblk, buf)
+	// The fields dirBlockCsum reads, without parsing (or allocating) the
+	// whole inode.
+	in := Inode{Ino: dir, Flags: iFlags(draw), csumSeed: w.inodeSeed(dir, draw)}
+	return w.v.dirBlockCsum(&in, lblk, buf)
 }

@@ -4,7 +4,6 @@ package ext4
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"strings"
 	"syscall"
@@ -140,8 +139,8 @@ func (w *Writer) errorBehavior() ErrorBehavior {
 // nodes get from the Writer; a program using the Writer directly calls
 // ReportError itself.
 func (w *Writer) ReportError(op string, err error) {
-	var ce *CorruptError
-	if !errors.As(err, &ce) {
+	ce := corruptErr(err)
+	if ce == nil {
 		return
 	}
 	w.mu.Lock()
@@ -195,6 +194,23 @@ func (w *Writer) ReportError(op string, err error) {
 		}
 	}
 	w.tx.flush()
+}
+
+// corruptErr is the *CorruptError in err's chain, or nil: errors.As
+// without the allocation its target costs, as ReportError sees every
+// error a mount's node gets (ENOENT from each lookup of a new name).
+func corruptErr(err error) *CorruptError {
+	for err != nil {
+		if ce, ok := err.(*CorruptError); ok {
+			return ce
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return nil
+		}
+		err = u.Unwrap()
+	}
+	return nil
 }
 
 // errorFunc is the kernel function whose name ext4_error records for
