@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,10 +116,16 @@ func TestErrorsBehaviorKernel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, mode := range []string{"remount-ro", "continue", "", "panic"} {
+		for _, mode := range []string{"remount-ro", "continue", "", "panic", "s_errors=remount-ro"} {
 			t.Run(damage.name+"/errors="+mode, func(t *testing.T) {
-				opts := ""
-				if mode != "" {
+				opts, orig := "", orig
+				switch {
+				case mode == "s_errors=remount-ro":
+					// No option: the superblock's s_errors decides.
+					orig = bytes.Clone(orig)
+					binary.LittleEndian.PutUint16(orig[1024+0x3C:], 2)
+					binary.LittleEndian.PutUint32(orig[1024+0x3FC:], ^crc32.Checksum(orig[1024:1024+0x3FC], crc32.MakeTable(crc32.Castagnoli)))
+				case mode != "":
 					opts = "errors=" + mode
 				}
 				var kstat, kcreate error
@@ -177,7 +184,7 @@ func TestErrorsBehaviorKernel(t *testing.T) {
 				if o, k := errorRecord(t, ours), errorRecord(t, theirs); o != k {
 					t.Errorf("error record:\niovfs  %s\nkernel %s", o, k)
 				}
-				if mode == "remount-ro" {
+				if mode == "remount-ro" || mode == "s_errors=remount-ro" {
 					// Only the superblock and the journal superblock changed
 					// after the mount.
 					jb, bs := journalBlocks(t, ours)
