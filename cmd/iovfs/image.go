@@ -62,15 +62,31 @@ func attachImage(p *vfs.Proc, img, target, opts string) error {
 		}
 	}
 	if opts != "" {
-		return p.Mount(dev, target, "ext4", unix.MS_RDONLY, opts)
+		return mountReadOnly(p, dev, target, opts)
 	}
 	// dax when the loop device can map the file; a file too small for a
 	// mapping (or one that cannot be mapped) is mounted without it, so
 	// the error, if any, is the file system's own.
-	if err := p.Mount(dev, target, "ext4", unix.MS_RDONLY, "dax"); err == nil {
+	if err := mountReadOnly(p, dev, target, "dax"); err == nil {
 		return nil
 	}
-	return p.Mount(dev, target, "ext4", unix.MS_RDONLY, "")
+	return mountReadOnly(p, dev, target, "")
+}
+
+// mountReadOnly mounts the read-only loop device dev at target. An image
+// whose journal needs recovery cannot be replayed through a read-only
+// device (EROFS, as Linux's "write access unavailable"), and the image
+// tools never write the image: it is mounted with noload instead, showing
+// the last checkpointed state, as before the replay existed.
+func mountReadOnly(p *vfs.Proc, dev, target, opts string) error {
+	err := p.Mount(dev, target, "ext4", unix.MS_RDONLY, opts)
+	if errors.Is(err, unix.EROFS) {
+		if opts != "" {
+			opts += ","
+		}
+		err = p.Mount(dev, target, "ext4", unix.MS_RDONLY, opts+"noload")
+	}
+	return err
 }
 
 func mkdirAll(p *vfs.Proc, dir string) error {

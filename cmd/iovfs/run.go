@@ -387,7 +387,7 @@ func (b *preopenBuilder) image(spec string) error {
 	if err != nil {
 		return err
 	}
-	if err := p.Mount(loopDev, dir, "ext4", unix.MS_RDONLY, data); err != nil {
+	if err := mountReadOnly(p, loopDev, dir, data); err != nil { // image.go
 		return err
 	}
 	b.add(dir, parts[1], nested)

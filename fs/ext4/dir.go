@@ -101,26 +101,34 @@ func (v *Volume) dirBlock(dir *Inode, c *ExtentCache, lblk uint64, buf []byte) (
 	if !v.csum {
 		return false, phys, nil
 	}
-	if v.isDx(dir) && (lblk == 0 || v.recLen(le16(buf, 4)) == int(v.bs)) {
-		if !v.dxCsumOK(dir, buf) {
-			return false, 0, badCsum(dir.Ino, "htree node (directory block %d)", lblk)
-		}
-		if cb != nil {
-			cb.SetVerified(verifyTag(dir))
-		}
-		return false, phys, nil
-	}
-	t := buf[v.bs-12:]
-	if le32(t, 0) != 0 || le16(t, 4) != 12 || t[6] != 0 || t[7] != 0xDE {
-		return false, 0, badCsum(dir.Ino, "directory block %d (no checksum tail)", lblk)
-	}
-	if crc32c(dir.csumSeed, buf[:v.bs-12]) != le32(t, 8) {
-		return false, 0, badCsum(dir.Ino, "directory block %d", lblk)
+	if err := v.dirBlockCsum(dir, lblk, buf); err != nil {
+		return false, 0, err
 	}
 	if cb != nil {
 		cb.SetVerified(verifyTag(dir))
 	}
 	return false, phys, nil
+}
+
+// dirBlockCsum checks the metadata_csum checksum of buf, logical block
+// lblk of dir: a dx block (block 0 and blocks whose first entry spans the
+// block, in an indexed directory) against the dx tail, a leaf against the
+// dirent tail.
+func (v *Volume) dirBlockCsum(dir *Inode, lblk uint64, buf []byte) error {
+	if v.isDx(dir) && (lblk == 0 || v.recLen(le16(buf, 4)) == int(v.bs)) {
+		if !v.dxCsumOK(dir, buf) {
+			return badCsum(dir.Ino, "htree node (directory block %d)", lblk)
+		}
+		return nil
+	}
+	t := buf[v.bs-12:]
+	if le32(t, 0) != 0 || le16(t, 4) != 12 || t[6] != 0 || t[7] != 0xDE {
+		return badCsum(dir.Ino, "directory block %d (no checksum tail)", lblk)
+	}
+	if crc32c(dir.csumSeed, buf[:v.bs-12]) != le32(t, 8) {
+		return badCsum(dir.Ino, "directory block %d", lblk)
+	}
+	return nil
 }
 
 // dxCountOffset is get_dx_countlimit: where the limit/count pair sits in a

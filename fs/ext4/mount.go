@@ -39,33 +39,57 @@ var Types = []string{"ext4", "ext3", "ext2"}
 // elsewhere.
 //
 // With MS_RDONLY the mount is this read-only driver and req.Source is
-// opened O_RDONLY. Without it, req.Source is opened O_RDWR and served by
-// the Writer (rw.go, rwmount.go): features it cannot keep correct give a
-// *FeatureError (EINVAL) naming them, a journal that needs recovery is
-// replayed, and dax is refused (EINVAL). Either way req.Source must be a
-// block device (ENOTBLK otherwise, as Linux's lookup_bdev). Options in
+// opened O_RDONLY; a journal that needs recovery is first replayed into
+// the device, as Linux's ro mount does (rwrecover.go: the source is
+// opened O_RDWR for the replay only; EROFS if the device is read-only),
+// unless noload or norecovery. Without MS_RDONLY, req.Source is opened
+// O_RDWR and served by the Writer (rw.go, rwmount.go): features it cannot
+// keep correct give a *FeatureError (EINVAL) naming them, and a journal
+// that needs recovery is replayed. Either way req.Source must be a block
+// device (ENOTBLK otherwise, as Linux's lookup_bdev). Options in
 // req.Data, comma-separated:
 //
-//	dax, dax=always   copy file data straight from device memory; the
-//	                  device must offer direct access (EINVAL otherwise)
-//	dax=never, nodax  read file data through the device (the default)
-//	bcache=SIZE       budget of the buffer cache that metadata is read
-//	                  through, in bytes or with a K, M or G suffix; the
-//	                  default is block.DefaultCacheLimit (a quarter of
+//	dax, dax=always   read-only: copy file data straight from device
+//	                  memory; read-write: write file data straight into
+//	                  it (rwdax.go). The device must offer direct access
+//	                  (EINVAL otherwise)
+//	dax=never, nodax  read and write file data through the device (the
+//	                  default)
+//	bcache=SIZE       read-only: budget of the buffer cache that metadata
+//	                  is read through, in bytes or with a K, M or G suffix;
+//	                  the default is block.DefaultCacheLimit (a quarter of
 //	                  the device, at most 64 MiB); bcache=0 reads metadata
 //	                  from the device every time. A dax mount reads
 //	                  metadata from device memory and has no cache.
-//	commit=N          read-write: commit the running transaction after N
-//	                  seconds (default 5); data=ordered is accepted (it is
-//	                  what the Writer does)
-//	ro, noload, norecovery, errors=..., user_xattr, acl, noatime, relatime
-//	                  accepted and ignored (the mount is read-only and
-//	                  never replays the journal, as ro,noload)
+//	commit=N          read-write: commit the running transaction N seconds
+//	                  after the last commit, with or without further
+//	                  operations (0: the default, 5); at most INT_MAX/HZ
+//	data=ordered      read-write: file data reaches the device before the
+//	                  metadata that points at it commits (the default)
+//	data=journal      read-write: file data is logged in the transaction
+//	data=writeback    accepted; runs as data=ordered
+//	errors=continue|remount-ro|panic
+//	                  read-write: what damage found by an operation does
+//	                  (Writer.ReportError); the default is the superblock's
+//	                  s_errors; panic runs as remount-ro
+//	noload, norecovery
+//	                  do not replay the journal; read-write: do not use it
+//	                  either (a volume that needs recovery is refused)
+//	journal_checksum, nojournal_checksum, barrier, barrier=N, nobarrier,
+//	delalloc, nodelalloc, ro, rw, user_xattr, acl, noatime, relatime,
+//	strictatime, nodiratime
+//	                  accepted and ignored (the journal keeps the
+//	                  checksum kind mke2fs gave it; the atime words are
+//	                  mount(8) flags Linux refuses here, accepted because
+//	                  iovfs's mount commands pass them as data)
 //
-// Any other option gives EINVAL, as ext4's parse_options does. For
-// benchmarks only, "x-iovfs-read=iomap|iter-wrap|iter-1seg" selects a
-// handle shaped like one of the read paths of the ext4-dax experiment
-// (see ReadPath); production mounts leave it unset.
+// Any other option, a bad value, data=journal with dax or delalloc, and
+// data=, commit= (other than 0 or 5) or journal_checksum on a mount
+// without a journal (no has_journal, or noload) give EINVAL, as ext4's
+// parse_options and __ext4_fill_super do. For benchmarks only,
+// "x-iovfs-read=iomap|iter-wrap|iter-1seg" selects a read-only handle
+// shaped like one of the read paths of the ext4-dax experiment (see
+// ReadPath); production mounts leave it unset.
 func Mount(req vfs.MountRequest) (vfs.FileSystem, error) {
 	return NewMountFunc(nil)(req)
 }
@@ -109,30 +133,75 @@ type mountOpts struct {
 	bcache int64
 	// commit is the commit= interval of a read-write mount; 0: 5 s.
 	commit time.Duration
+	// commitSet: commit= was given (an error without a journal).
+	commitSet bool
+	// noload: noload or norecovery, the journal is neither replayed nor
+	// used.
+	noload bool
+	// data is the data= mode; dataSet: it was given.
+	data    DataMode
+	dataSet bool
+	// errors is the errors= behaviour, ErrorsDefault when not given (the
+	// superblock's s_errors then decides).
+	errors ErrorBehavior
+	// csumSet: journal_checksum was given (an error without a
+	// journal).
+	csumSet bool
+	// delalloc: delalloc was given (conflicts with data=journal).
+	delalloc bool
 }
 
 func parseOpts(data string) (mountOpts, error) {
 	o := mountOpts{bcache: -1}
 	for _, opt := range strings.Split(data, ",") {
-		if v, ok := strings.CutPrefix(opt, "commit="); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return o, fmt.Errorf("ext4: bad commit= interval %q: %w", v, syscall.EINVAL)
+		name, val, hasVal := strings.Cut(opt, "=")
+		switch name {
+		case "commit":
+			// fsparam_u32: 0 is the default, more than INT_MAX/HZ
+			// seconds is refused (HZ 250, Debian's kernels').
+			n, err := strconv.ParseUint(val, 10, 32)
+			if !hasVal || err != nil || n > (1<<31-1)/250 {
+				return o, fmt.Errorf("ext4: bad commit= interval %q: %w", val, syscall.EINVAL)
 			}
-			o.commit = time.Duration(n) * time.Second
+			o.commit, o.commitSet = time.Duration(n)*time.Second, true
 			continue
-		}
-		if v, ok := strings.CutPrefix(opt, "bcache="); ok {
-			n, ok := parseCacheSize(v)
+		case "bcache":
+			n, ok := parseCacheSize(val)
 			if !ok {
-				return o, fmt.Errorf("ext4: bad bcache= size %q: %w", v, syscall.EINVAL)
+				return o, fmt.Errorf("ext4: bad bcache= size %q: %w", val, syscall.EINVAL)
 			}
 			o.bcache = n
 			continue
+		case "data":
+			m, ok := map[string]DataMode{"ordered": DataOrdered, "journal": DataJournal, "writeback": DataWriteback}[val]
+			if !ok {
+				return o, fmt.Errorf("ext4: bad data= mode %q: %w", val, syscall.EINVAL)
+			}
+			o.data, o.dataSet = m, true
+			continue
+		case "errors":
+			e, ok := map[string]ErrorBehavior{"continue": ErrorsContinue, "remount-ro": ErrorsRemountRO, "panic": ErrorsPanic}[val]
+			if !ok {
+				return o, fmt.Errorf("ext4: bad errors= behaviour %q: %w", val, syscall.EINVAL)
+			}
+			o.errors = e
+			continue
+		case "barrier":
+			// fsparam_u32 or a flag: barrier, barrier=N.
+			if _, err := strconv.ParseUint(val, 10, 32); hasVal && err != nil {
+				return o, fmt.Errorf("ext4: bad barrier= value %q: %w", val, syscall.EINVAL)
+			}
+			continue
 		}
 		switch opt {
-		case "data=ordered":
-		case "", "ro", "noload", "norecovery", "user_xattr", "acl", "noatime", "relatime", "strictatime", "nodiratime":
+		case "", "ro", "rw", "user_xattr", "acl", "noatime", "relatime", "strictatime", "nodiratime", "nobarrier", "nodelalloc":
+		case "noload", "norecovery":
+			o.noload = true
+		case "journal_checksum":
+			o.csumSet = true
+		case "nojournal_checksum":
+		case "delalloc":
+			o.delalloc = true
 		case "dax", "dax=always":
 			o.dax = true
 		case "dax=never", "nodax":
@@ -146,13 +215,37 @@ func parseOpts(data string) (mountOpts, error) {
 		case "x-iovfs-read=read":
 			o.path = ReadScalar
 		default:
-			if strings.HasPrefix(opt, "errors=") {
-				continue
-			}
 			return o, fmt.Errorf("ext4: unknown mount option %q: %w", opt, syscall.EINVAL)
 		}
 	}
+	// ext4_check_opt_consistency and __ext4_fill_super's checks that need
+	// no volume.
+	if o.data == DataJournal && o.delalloc {
+		return o, fmt.Errorf("ext4: can't mount with both data=journal and delalloc: %w", syscall.EINVAL)
+	}
+	if o.data == DataJournal && o.dax {
+		return o, fmt.Errorf("ext4: can't mount with both data=journal and dax: %w", syscall.EINVAL)
+	}
 	return o, nil
+}
+
+// checkJournalOpts refuses the journal options of a mount that runs
+// without a journal (no has_journal, or noload on a read-write mount), as
+// __ext4_fill_super's nojournal branch: data=, commit= and
+// journal_checksum give EINVAL; data=ordered given explicitly too.
+func (o mountOpts) checkJournalOpts(journal bool) error {
+	if journal {
+		return nil
+	}
+	switch {
+	case o.dataSet:
+		return fmt.Errorf("ext4: can't mount with data=, fs mounted w/o journal: %w", syscall.EINVAL)
+	case o.commitSet && o.commit != 5*time.Second && o.commit != 0:
+		return fmt.Errorf("ext4: can't mount with commit=, fs mounted w/o journal: %w", syscall.EINVAL)
+	case o.csumSet:
+		return fmt.Errorf("ext4: can't mount with journal_checksum, fs mounted w/o journal: %w", syscall.EINVAL)
+	}
+	return nil
 }
 
 // FS is a mounted ext2/3/4 volume. It implements vfs.FileSystem and
@@ -205,7 +298,18 @@ func mount(req vfs.MountRequest, logf func(string, ...any)) (vfs.FileSystem, err
 	if err != nil {
 		return nil, err
 	}
+	if !opts.noload {
+		if err := recoverReadOnly(req, b, logf); err != nil { // rwrecover.go
+			b.Release()
+			return nil, err
+		}
+	}
 	fs, err := newFS(req.Source, b, opts, logf)
+	if err == nil {
+		if err = opts.checkJournalOpts(fs.vol.compat&compatHasJournal != 0 && !opts.noload); err != nil {
+			fs.vol.Close()
+		}
+	}
 	if err != nil {
 		b.Release()
 		return nil, err
@@ -220,22 +324,9 @@ func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)
 	}
 	fs := &FS{b: b, dev: dev, opts: opts, nodes: map[uint32]vfs.Node{}}
 	if opts.dax {
-		// Linux refuses dax on a device without dax_direct_access
-		// ("DAX unsupported by block device"); probe once, as
-		// block.DirectAccessor asks.
-		da, ok := dev.(block.DirectAccessor)
-		if ok {
-			_, err := da.DirectAccess(0, dev.SectorSize())
-			ok = err == nil
-		}
-		if !ok {
-			return nil, fmt.Errorf("ext4: dax: device %s does not offer direct access: %w", src, syscall.EINVAL)
-		}
-		fs.dax = da
-		if end := block.ReadEnd(dev); end > 0 && int64(int(end)) == end {
-			if m, err := da.DirectAccess(0, int(end)); err == nil && int64(len(m)) == end {
-				fs.mem = m
-			}
+		var err error
+		if fs.dax, fs.mem, err = probeDAX(src, dev); err != nil {
+			return nil, err
 		}
 	}
 	var vdev Device = backingDevice{b: b, size: block.ReadEnd(dev)}
@@ -268,6 +359,28 @@ func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)
 		return nil, err
 	}
 	return fs, nil
+}
+
+// probeDAX returns dev's direct accessor for a dax mount and, if the
+// device can map all of itself, the view of the whole device. Linux
+// refuses dax on a device without dax_direct_access ("DAX unsupported by
+// block device"): EINVAL. It probes once, as block.DirectAccessor asks.
+func probeDAX(src string, dev block.Device) (block.DirectAccessor, []byte, error) {
+	da, ok := dev.(block.DirectAccessor)
+	if ok {
+		_, err := da.DirectAccess(0, dev.SectorSize())
+		ok = err == nil
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("ext4: dax: device %s does not offer direct access: %w", src, syscall.EINVAL)
+	}
+	var mem []byte
+	if end := block.ReadEnd(dev); end > 0 && int64(int(end)) == end {
+		if m, err := da.DirectAccess(0, int(end)); err == nil && int64(len(m)) == end {
+			mem = m
+		}
+	}
+	return da, mem, nil
 }
 
 // Root implements vfs.FileSystem.

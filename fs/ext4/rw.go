@@ -154,6 +154,16 @@ type Writer struct {
 
 	// appendMu serialises Append's size read and write; taken before mu.
 	appendMu sync.Mutex
+
+	// Data and Errors are the data= and errors= modes (rwmodes.go); set
+	// them before the first operation.
+	Data   DataMode
+	Errors ErrorBehavior
+	// errorsRO: err is a remount-ro after an error (ReportError), which
+	// Close does not report.
+	errorsRO bool
+	// stopCommits ends StartCommitter's goroutine; closed by Close.
+	stopCommits chan struct{}
 }
 
 // OpenWriter opens dev for reading and writing. The volume's metadata is
@@ -177,9 +187,11 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 	if err := readFull(dev, sb, sbOffset); err != nil {
 		return nil, err
 	}
-	j, err := openJournal(v, tx, sb)
-	if err != nil {
-		return nil, err
+	var j *journal
+	if !opt.NoLoad {
+		if j, err = openJournal(v, tx, sb); err != nil {
+			return nil, err
+		}
 	}
 	// Refuse before any write, the replay's included.
 	if f := v.writeRefusal(j != nil); f != "" {
@@ -232,6 +244,7 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 	if j != nil {
 		// The log is empty now; the superblock says the volume is in use
 		// (needs_recovery) until Close, as the kernel's mount does.
+		clearJournalErr(sb, j, opt.Logf)
 		if err := w.writeJSuper(0); err != nil {
 			return nil, err
 		}
@@ -261,6 +274,12 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
+	if w.stopCommits != nil {
+		close(w.stopCommits)
+	}
+	if w.errorsRO {
+		return nil // read-only after an error: nothing more is written
+	}
 	if w.err != nil {
 		return w.err
 	}

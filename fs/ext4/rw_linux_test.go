@@ -499,7 +499,7 @@ func TestWriterKernelDifferential(t *testing.T) {
 	seqs, ops := rwSequenceCounts()
 	umask := uint32(syscall.Umask(0))
 	syscall.Umask(int(umask))
-	for _, fsets := range rwFeatureSets {
+	for _, fsets := range append(rwFeatureSets[:len(rwFeatureSets):len(rwFeatureSets)], rwModeSets...) {
 		t.Run(fsets.name, func(t *testing.T) {
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
@@ -515,12 +515,13 @@ func TestWriterKernelDifferential(t *testing.T) {
 				if err := os.WriteFile(kimg, orig, 0o600); err != nil {
 					t.Fatal(err)
 				}
-				mnt, um := kmount(t, kimg, "rw,nodev") // nodev: the sequences' device nodes open nothing
+				mnt, um := kmount(t, kimg, "rw,nodev"+rwModeOpts(fsets.name)) // nodev: the sequences' device nodes open nothing
 				dev := memWDev(bytes.Clone(orig))
 				w, err := OpenWriter(dev, Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
+				w.Data = rwModeData(fsets.name)
 				runSequence(t, rand.New(rand.NewSource(seed)), ops, kernelTarget{mnt}, writerTarget{w, umask}, seen)
 				// SEEK_DATA on a block-mapped file of a live kernel mount
 				// misses data not yet written back: sync first.
@@ -708,8 +709,10 @@ func TestWriterCrash(t *testing.T) {
 	for _, fsets := range []struct {
 		name, opts string
 		batch      bool
-	}{{"ext4-csumv3", "", false}, {"ext4-nocsum", "^metadata_csum,uninit_bg", false}, {"ext4-csumv3-batch", "", true},
-		{"ext3", "-t ext3 -b 1024", false}, {"ext3-batch", "-t ext3 -b 1024", true}} {
+		data       DataMode
+	}{{"ext4-csumv3", "", false, DataOrdered}, {"ext4-nocsum", "^metadata_csum,uninit_bg", false, DataOrdered}, {"ext4-csumv3-batch", "", true, DataOrdered},
+		{"ext4-csumv3-batch-datajournal", "", true, DataJournal}, {"ext4-nocsum-batch-datajournal", "^metadata_csum,uninit_bg", true, DataJournal},
+		{"ext3", "-t ext3 -b 1024", false, DataOrdered}, {"ext3-batch", "-t ext3 -b 1024", true, DataOrdered}} {
 		t.Run(fsets.name, func(t *testing.T) {
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
@@ -730,6 +733,7 @@ func TestWriterCrash(t *testing.T) {
 				}
 				w.Now = func() time.Time { return fixed }
 				w.Batch, w.CommitInterval = fsets.batch, time.Hour
+				w.Data = fsets.data
 				snaps := []map[string]string{snapshot(t, w)}
 				ends := []int{ref.count}
 				committed := []bool{true}
@@ -752,6 +756,7 @@ func TestWriterCrash(t *testing.T) {
 				}
 				w.Now = func() time.Time { return fixed }
 				w.Batch, w.CommitInterval = fsets.batch, time.Hour
+				w.Data = fsets.data
 				r, rs = rand.New(rand.NewSource(seed)), rand.New(rand.NewSource(seed+7))
 				for i := 0; i < ops && cd.count <= cut; i++ {
 					randomOp(r, writerTarget{w, 0})

@@ -1,7 +1,8 @@
 package ext4_test
 
 // Write benchmarks against the kernel: iovfs's read-write ext4 on a RAM
-// disk, and the kernel's ext4 on a loop device over a file on /dev/shm.
+// disk (plain, and dax: file data copied into the disk's memory), and the
+// kernel's ext4 on a loop device over a file on /dev/shm.
 //
 //	go test ./fs/ext4 -run '^$' -bench 'BenchmarkRW' -benchmem
 
@@ -45,6 +46,11 @@ func rwSidesOf(b *testing.B, typ string) map[string]rwSide {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { p.Unmount("/mnt", 0) })
+	pd, ddev, _ := newProc(b, img, viaRAM)
+	if err := pd.Mount(ddev, "/mnt", "ext4", 0, "dax"); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { pd.Unmount("/mnt", 0) })
 	shm, err := os.MkdirTemp("/dev/shm", "iovfs-bench")
 	if err != nil {
 		b.Fatal(err)
@@ -65,6 +71,12 @@ func rwSidesOf(b *testing.B, typ string) map[string]rwSide {
 			mkdir: func(path string) error { return p.Mkdir(path, 0o755) },
 			root:  "/mnt",
 		},
+		"iovfs-dax": {
+			open:   func(path string, flags int) (int, error) { return pd.Open(path, flags, 0o644) },
+			pwrite: pd.Pwrite, fsync: pd.Fsync, close: pd.Close,
+			mkdir: func(path string) error { return pd.Mkdir(path, 0o755) },
+			root:  "/mnt",
+		},
 		"kernel": {
 			open:   func(path string, flags int) (int, error) { return unix.Open(path, flags, 0o644) },
 			pwrite: unix.Pwrite, fsync: unix.Fsync, close: unix.Close,
@@ -74,7 +86,7 @@ func rwSidesOf(b *testing.B, typ string) map[string]rwSide {
 	}
 }
 
-var sideOrder = []string{"iovfs", "kernel"}
+var sideOrder = []string{"iovfs", "iovfs-dax", "kernel"}
 
 // BenchmarkRWSeqWrite1M: sequential 1 MiB pwrites over a 64 MiB window
 // (allocating on the first pass, overwriting after).

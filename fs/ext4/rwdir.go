@@ -82,6 +82,9 @@ func (w *Writer) scanEntries(dir uint32, draw []byte, fn func(buf []byte, e dire
 		if err := v.readBlock(phys, buf); err != nil {
 			return err
 		}
+		if err := w.checkDirBlock(dir, draw, lblk, buf); err != nil { // rwcheck.go
+			return err
+		}
 		prev := -1
 		for off := 0; off < w.dirEnd(); {
 			rl := v.recLen(le16(buf, off+4))
@@ -115,6 +118,9 @@ func (w *Writer) scanBlock(dir uint32, draw []byte, lblk uint64, fn func(buf []b
 	}
 	buf := make([]byte, w.v.bs)
 	if err := w.v.readBlock(phys, buf); err != nil {
+		return err
+	}
+	if err := w.checkDirBlock(dir, draw, lblk, buf); err != nil { // rwcheck.go
 		return err
 	}
 	prev := -1

@@ -187,6 +187,9 @@ func (w *Writer) goalFor(ino uint32, exts []wext, next int, lblk uint64) uint64 
 // Errors: EINVAL for a negative offset, EFBIG at or past the maximum file
 // size, ENOSPC, EISDIR for a directory, EINVAL for other non-regular files.
 func (w *Writer) WriteAt(ino uint32, p []byte, off int64) (int, error) {
+	if w.Data == DataJournal && w.j != nil && len(p) > w.journalChunk() {
+		return w.writeChunks(ino, p, off, w.journalChunk()) // rwjournal.go
+	}
 	if err := w.lock(); err != nil {
 		return 0, err
 	}

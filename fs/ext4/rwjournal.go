@@ -4,7 +4,9 @@ package ext4
 //
 // Every Writer operation is one transaction. Its metadata writes collect
 // in txDev's overlay (reads see them); file data goes straight to the
-// device first (data=ordered). At the end of the operation commit writes,
+// device first (data=ordered; with dax, into device memory, rwdax.go), or
+// into the overlay with the metadata (data=journal: logged, then
+// checkpointed like metadata). At the end of the operation commit writes,
 // on a volume with a journal: the transaction into the log (descriptor
 // blocks with jbd2 tags, v3 with checksums under metadata_csum, the
 // blocks, a commit block), then the journal superblock pointing at it,
@@ -16,6 +18,9 @@ package ext4
 //
 // Recovery reads what the kernel writes too: descriptor, commit and
 // revoke blocks, v2/v3 tags, 32- and 64-bit block numbers, wrapping logs.
+// Read-only mounts replay through RecoverJournal (rwrecover.go). With
+// Batch, a transaction also commits CommitInterval after the last commit
+// without another operation (StartCommitter, commit=N).
 
 import (
 	"encoding/binary"
@@ -23,6 +28,9 @@ import (
 	"fmt"
 	"sort"
 	"syscall"
+	"time"
+
+	"github.com/iovfs/iovfs/block"
 )
 
 // jbd2 constants (include/linux/jbd2.h).
@@ -55,6 +63,11 @@ type txDev struct {
 	bs    int64
 	over  map[uint64][]byte
 	order []uint64
+	// dax, if set, is the device's direct access (a dax mount): file
+	// data is copied into device memory (rwdax.go); mem is the whole
+	// device's view when one could be taken.
+	dax block.DirectAccessor
+	mem []byte
 }
 
 func (d *txDev) Size() int64 { return d.dev.Size() }
@@ -87,8 +100,11 @@ func (d *txDev) WriteAt(p []byte, off int64) (int, error) {
 		bo := int64(b) * d.bs
 		if !ok {
 			blk = make([]byte, d.bs)
-			if err := readFull(d.dev, blk, bo); err != nil {
-				return 0, err
+			// A block written whole need not be read first.
+			if off > bo || off+int64(len(p)) < bo+d.bs {
+				if err := readFull(d.dev, blk, bo); err != nil {
+					return 0, err
+				}
 			}
 			d.over[b] = blk
 			d.order = append(d.order, b)
@@ -104,6 +120,9 @@ func (d *txDev) WriteAt(p []byte, off int64) (int, error) {
 func (d *txDev) writeData(p []byte, off int64) error {
 	for b := uint64(off / d.bs); int64(b)*d.bs < off+int64(len(p)); b++ {
 		delete(d.over, b)
+	}
+	if d.dax != nil {
+		return d.copyDax(p, off)
 	}
 	n, err := d.dev.WriteAt(p, off)
 	if err == nil && n < len(p) {
@@ -134,7 +153,42 @@ type journal struct {
 	seed     uint32
 }
 
-func (w *Writer) writeDataAt(p []byte, off int64) error { return w.tx.writeData(p, off) }
+// writeDataAt writes file data: in place before the commit (data=ordered,
+// data=writeback), or into the running transaction with the metadata
+// (data=journal, on a volume with a journal), so that it is logged and
+// checkpointed with it.
+func (w *Writer) writeDataAt(p []byte, off int64) error {
+	if w.Data == DataJournal && w.j != nil {
+		_, err := w.tx.WriteAt(p, off)
+		return err
+	}
+	return w.tx.writeData(p, off)
+}
+
+// journalChunk is the most bytes one WriteAt logs in one transaction under
+// data=journal: half a transaction's size, so that a write of any length
+// is split into transactions the log holds.
+func (w *Writer) journalChunk() int {
+	return w.commitBlocks() / 2 << w.v.bsBits
+}
+
+// writeChunks writes p at off as WriteAt does, in transactions of at most
+// chunk bytes each (data=journal): a crash keeps a prefix of the chunks,
+// as it may keep a prefix of the pages of a large write(2) on Linux.
+func (w *Writer) writeChunks(ino uint32, p []byte, off int64, chunk int) (int, error) {
+	done := 0
+	for done < len(p) {
+		n, err := w.WriteAt(ino, p[done:min(len(p), done+chunk)], off+int64(done))
+		done += n
+		if err != nil || n < min(len(p)-done+n, chunk) {
+			if done > 0 {
+				return done, nil
+			}
+			return 0, err
+		}
+	}
+	return done, nil
+}
 
 // unlock ends an operation and releases mu. The running transaction is
 // committed when it has grown past commitBlocks, when CommitInterval has
@@ -162,6 +216,44 @@ func (w *Writer) commitBlocks() int {
 		return 1024
 	}
 	return min(1024, int(w.j.maxlen-w.j.first)/4)
+}
+
+// StartCommitter commits the running transaction once CommitInterval has
+// passed since the last commit even when no operation follows, as jbd2's
+// commit timer does for commit=N: a goroutine looks every quarter
+// interval (at least every 10 ms) until Close. Batch mode only; calling
+// it again does nothing.
+func (w *Writer) StartCommitter() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopCommits != nil || w.closed {
+		return
+	}
+	stop := make(chan struct{})
+	w.stopCommits = stop
+	tick := time.NewTicker(max(w.CommitInterval/4, 10*time.Millisecond))
+	go func() {
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				w.intervalCommit()
+			}
+		}
+	}()
+}
+
+// intervalCommit commits the running transaction if it holds changes and
+// CommitInterval has passed since the last commit.
+func (w *Writer) intervalCommit() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.err != nil || len(w.tx.over) == 0 || w.Now().Sub(w.lastCommit) < w.CommitInterval {
+		return
+	}
+	w.commitOrFail()
 }
 
 // Sync commits the running transaction, as fsync(2) and syncfs(2) do,
@@ -562,13 +654,19 @@ done:
 			delete(revoked, b)
 		}
 	}
+	// Check every target before the first write: a log found corrupt
+	// leaves the device untouched.
+	for _, t := range txns {
+		for _, tag := range t.tags {
+			if tag.blk >= v.blocks {
+				return 0, corrupt(0, "journal block %d outside the volume", tag.blk)
+			}
+		}
+	}
 	for _, t := range txns {
 		for _, tag := range t.tags {
 			if r, ok := revoked[tag.blk]; ok && int32(r-t.tid) >= 0 {
 				continue
-			}
-			if tag.blk >= v.blocks {
-				return 0, corrupt(0, "journal block %d outside the volume", tag.blk)
 			}
 			if err := read(tag.pos); err != nil {
 				return 0, err
@@ -581,9 +679,9 @@ done:
 			}
 		}
 	}
-	if len(txns) > 0 {
-		j.seq = txns[len(txns)-1].tid + 1
-	}
+	// The next transaction id skips one past the end of the log, as
+	// jbd2_journal_recover's ++info.end_transaction.
+	j.seq = seq + 1
 	return len(txns), nil
 }
 

@@ -14,12 +14,12 @@ import (
 
 // Setxattr implements vfs.XattrSetter (see Writer.Setxattr).
 func (n *rwBase) Setxattr(name string, data []byte, flags int) error {
-	return n.fs.w.Setxattr(n.ino, name, data, flags)
+	return n.fs.check("ext4_xattr_set", n.fs.w.Setxattr(n.ino, name, data, flags))
 }
 
 // Removexattr implements vfs.XattrSetter.
 func (n *rwBase) Removexattr(name string) error {
-	return n.fs.w.Removexattr(n.ino, name)
+	return n.fs.check("ext4_xattr_set", n.fs.w.Removexattr(n.ino, name))
 }
 
 // Mknod implements vfs.Mknoder: FIFOs, sockets and devices (a regular
@@ -30,7 +30,7 @@ func (d *rwDir) Mknod(name string, mode uint32, rdev uint64, c vfs.Cred) (vfs.No
 	}
 	ino, err := d.fs.w.Mknod(d.ino, name, mode, rdev, c.Uid, c.Gid)
 	if err != nil {
-		return nil, err
+		return nil, d.fs.check("ext4_mknod", err)
 	}
 	return d.fs.node(ino, mode)
 }

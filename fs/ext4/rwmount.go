@@ -60,11 +60,11 @@ func (d backingWDevice) WriteAt(p []byte, off int64) (int, error) {
 }
 
 // mountRW opens req.Source read-write and mounts it through a Writer.
-// Options: those of Mount except dax and the x-iovfs-read benchmarks
-// (EINVAL: a read-write mount reads and writes through the device).
+// Options: those of Mount except the x-iovfs-read benchmarks (EINVAL);
+// dax writes file data into device memory (rwdax.go).
 func mountRW(req vfs.MountRequest, opts mountOpts, logf func(string, ...any)) (vfs.FileSystem, error) {
-	if opts.dax || opts.path != ReadScalar {
-		return nil, fmt.Errorf("ext4: dax and x-iovfs-read need a read-only mount: %w", syscall.EINVAL)
+	if opts.path != ReadScalar {
+		return nil, fmt.Errorf("ext4: x-iovfs-read needs a read-only mount: %w", syscall.EINVAL)
 	}
 	fd, err := req.Proc.Open(req.Source, unix.O_RDWR, 0)
 	if err != nil {
@@ -80,7 +80,20 @@ func mountRW(req vfs.MountRequest, opts mountOpts, logf func(string, ...any)) (v
 		b.Release()
 		return nil, fmt.Errorf("ext4: %s is not a block device: %w", req.Source, syscall.ENOTBLK)
 	}
-	w, err := OpenWriter(backingWDevice{backingDevice{b: b, size: block.ReadEnd(dev)}}, Options{Logf: logf})
+	var da block.DirectAccessor
+	var mem []byte
+	if opts.dax {
+		if da, mem, err = probeDAX(req.Source, dev); err != nil {
+			b.Release()
+			return nil, err
+		}
+	}
+	w, err := OpenWriter(backingWDevice{backingDevice{b: b, size: block.ReadEnd(dev)}}, Options{Logf: logf, NoLoad: opts.noload})
+	if err == nil {
+		if err = opts.checkJournalOpts(w.j != nil); err != nil {
+			w.Close()
+		}
+	}
 	if err != nil {
 		b.Release()
 		return nil, err
@@ -89,8 +102,23 @@ func mountRW(req vfs.MountRequest, opts mountOpts, logf func(string, ...any)) (v
 	if opts.commit > 0 {
 		w.CommitInterval = opts.commit
 	}
+	w.Data, w.Errors = opts.data, opts.errors
+	if da != nil {
+		w.UseDAX(da, mem)
+	}
+	w.StartCommitter()
 	fs := &rwFS{w: w, b: b, bs: uint64(w.v.bs), nodes: map[uint32]vfs.Node{}}
 	return fs, nil
+}
+
+// check passes a Writer error through, reporting damage to the Writer
+// first (errors= behaviour, rwmodes.go); op is the kernel function that
+// would find it, recorded in the superblock.
+func (fs *rwFS) check(op string, err error) error {
+	if err != nil {
+		fs.w.ReportError(op, err)
+	}
+	return err
 }
 
 // Root implements vfs.FileSystem.
@@ -226,7 +254,7 @@ func (n *rwBase) Stat() (vfs.Stat, error) {
 		}
 		return nil
 	})
-	return st, err
+	return st, n.fs.check("ext4_getattr", err)
 }
 
 // Setattr implements vfs.Setattrer.
@@ -234,7 +262,7 @@ func (n *rwBase) Setattr(a vfs.SetAttr) error {
 	w := n.fs.w
 	if a.Valid&vfs.SetSize != 0 {
 		if err := w.Truncate(n.ino, a.Size); err != nil {
-			return err
+			return n.fs.check("ext4_setattr", err)
 		}
 	}
 	var x Attr
@@ -261,14 +289,20 @@ func (n *rwBase) Setattr(a vfs.SetAttr) error {
 	if x.Valid == 0 && a.Valid&vfs.SetSize != 0 {
 		return nil
 	}
-	return w.Setattr(n.ino, x)
+	return n.fs.check("ext4_setattr", w.Setattr(n.ino, x))
 }
 
 // Getxattr implements vfs.Xattrer.
-func (n *rwBase) Getxattr(name string) ([]byte, error) { return n.fs.w.Getxattr(n.ino, name) }
+func (n *rwBase) Getxattr(name string) ([]byte, error) {
+	b, err := n.fs.w.Getxattr(n.ino, name)
+	return b, n.fs.check("ext4_xattr_get", err)
+}
 
 // Listxattr implements vfs.Xattrer.
-func (n *rwBase) Listxattr() ([]string, error) { return n.fs.w.Listxattr(n.ino) }
+func (n *rwBase) Listxattr() ([]string, error) {
+	l, err := n.fs.w.Listxattr(n.ino)
+	return l, n.fs.check("ext4_listxattr", err)
+}
 
 type rwDir struct{ rwBase }
 
@@ -302,7 +336,7 @@ func (d *rwDir) Lookup(name string) (vfs.Node, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, d.fs.check("ext4_lookup", err)
 	}
 	return d.fs.node(ino, mode)
 }
@@ -312,7 +346,7 @@ func (d *rwDir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 	if off < 3 {
 		off = 0
 	}
-	return d.fs.w.View(func(v *Volume) error {
+	return d.fs.check("ext4_readdir", d.fs.w.View(func(v *Volume) error {
 		in, err := v.Inode(d.ino)
 		if err != nil {
 			return err
@@ -320,14 +354,14 @@ func (d *rwDir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 		return v.ReadDirFrom(in, off, func(name []byte, ino uint32, ft uint8, next int64) bool {
 			return fn(vfs.Dirent{Name: string(name), Ino: uint64(ino), Type: dtype(ft), Off: next})
 		})
-	})
+	}))
 }
 
 // Create implements vfs.Creator.
 func (d *rwDir) Create(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
 	ino, err := d.fs.w.Create(d.ino, name, mode, c.Uid, c.Gid)
 	if err != nil {
-		return nil, err
+		return nil, d.fs.check("ext4_create", err)
 	}
 	return d.fs.node(ino, S_IFREG)
 }
@@ -336,7 +370,7 @@ func (d *rwDir) Create(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
 func (d *rwDir) Mkdir(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
 	ino, err := d.fs.w.Mkdir(d.ino, name, mode, c.Uid, c.Gid)
 	if err != nil {
-		return nil, err
+		return nil, d.fs.check("ext4_mkdir", err)
 	}
 	return d.fs.node(ino, S_IFDIR)
 }
@@ -345,7 +379,7 @@ func (d *rwDir) Mkdir(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
 func (d *rwDir) Symlink(name, target string, c vfs.Cred) (vfs.Node, error) {
 	ino, err := d.fs.w.Symlink(d.ino, name, target, c.Uid, c.Gid)
 	if err != nil {
-		return nil, err
+		return nil, d.fs.check("ext4_symlink", err)
 	}
 	return d.fs.node(ino, S_IFLNK)
 }
@@ -370,7 +404,7 @@ func (d *rwDir) Link(name string, target vfs.Node) error {
 	if !ok {
 		return syscall.EXDEV
 	}
-	return d.fs.w.Link(d.ino, name, ino)
+	return d.fs.check("ext4_link", d.fs.w.Link(d.ino, name, ino))
 }
 
 // lookupIno is the inode name names in d, 0 if none.
@@ -397,7 +431,7 @@ func (d *rwDir) Unlink(name string) error {
 	if err == nil {
 		d.fs.forget(ino)
 	}
-	return err
+	return d.fs.check("ext4_unlink", err)
 }
 
 // Rmdir implements vfs.Rmdirer.
@@ -407,7 +441,7 @@ func (d *rwDir) Rmdir(name string) error {
 	if err == nil {
 		d.fs.forget(ino)
 	}
-	return err
+	return d.fs.check("ext4_rmdir", err)
 }
 
 // Rename implements vfs.Renamer.
@@ -421,7 +455,7 @@ func (d *rwDir) Rename(oldName string, newDir vfs.Node, newName string) error {
 	if err == nil && over != 0 {
 		d.fs.forget(over)
 	}
-	return err
+	return d.fs.check("ext4_rename", err)
 }
 
 // RenameFlags implements vfs.RenameFlagser: RENAME_NOREPLACE,
@@ -443,9 +477,9 @@ func (d *rwDir) RenameFlags(oldName string, newDir vfs.Node, newName string, fla
 		}
 		return d.Rename(oldName, newDir, newName)
 	case unix.RENAME_EXCHANGE:
-		return d.fs.w.Exchange(d.ino, oldName, nd.ino, newName)
+		return d.fs.check("ext4_rename", d.fs.w.Exchange(d.ino, oldName, nd.ino, newName))
 	case unix.RENAME_WHITEOUT, unix.RENAME_WHITEOUT | unix.RENAME_NOREPLACE:
-		return d.renameWhiteout(oldName, nd, newName, flags, c)
+		return d.fs.check("ext4_rename", d.renameWhiteout(oldName, nd, newName, flags, c))
 	}
 	return syscall.EINVAL
 }
@@ -503,12 +537,14 @@ type rwHandle struct {
 
 // Read implements vfs.Reader.
 func (h *rwHandle) Read(p []byte, off int64) (int, error) {
-	return h.fs.w.ReadAt(h.ino, p, off)
+	n, err := h.fs.w.ReadAt(h.ino, p, off)
+	return n, h.fs.check("ext4_file_read_iter", err)
 }
 
 // Write implements vfs.Writer.
 func (h *rwHandle) Write(p []byte, off int64) (int, error) {
-	return h.fs.w.WriteAt(h.ino, p, off)
+	n, err := h.fs.w.WriteAt(h.ino, p, off)
+	return n, h.fs.check("ext4_file_write_iter", err)
 }
 
 // WriteIter implements vfs.IterWriter: one WriteAt per segment, stopping
@@ -523,7 +559,7 @@ func (h *rwHandle) WriteIter(src iov.Iter, off int64) (int, error) {
 			if done > 0 {
 				return done, nil
 			}
-			return 0, err
+			return 0, h.fs.check("ext4_file_write_iter", err)
 		}
 		src.Advance(n)
 	}
@@ -534,7 +570,8 @@ func (h *rwHandle) WriteIter(src iov.Iter, off int64) (int, error) {
 func (h *rwHandle) Append(src iov.Iter) (int64, int, error) {
 	p := make([]byte, src.Len())
 	src.CopyIn(p)
-	return h.fs.w.Append(h.ino, p)
+	off, n, err := h.fs.w.Append(h.ino, p)
+	return off, n, h.fs.check("ext4_file_write_iter", err)
 }
 
 // Sync implements vfs.Syncer: it commits the running transaction (which

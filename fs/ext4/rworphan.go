@@ -21,7 +21,6 @@ import (
 const (
 	sbLastOrphan     = 0xE8   // s_last_orphan
 	compatOrphanFile = 0x1000 // COMPAT_ORPHAN_FILE
-	stateErrorFS     = 0x2    // EXT4_ERROR_FS in s_state
 )
 
 func nextOrphan(raw []byte) uint32 { return le32(raw, 0x14) }

@@ -99,6 +99,11 @@ type Options struct {
 	// dev; see bcache.go. File data never goes through it.
 	Cache       *block.Cache
 	CacheDevice block.Device
+	// NoLoad (the noload and norecovery mount options) makes OpenWriter
+	// leave the journal alone: no replay (a volume that needs one is
+	// refused), changes written in place without a log. Open never
+	// replays.
+	NoLoad bool
 }
 
 // Volume is an open, read-only ext2/3/4 file system. All its methods are

@@ -7,13 +7,11 @@ package ext4_test
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/iovfs/iovfs/internal/testenv"
 	"golang.org/x/sys/unix"
@@ -31,56 +29,10 @@ func needRoot(t *testing.T) {
 // it, which frees the device.
 func kernelMount(t *testing.T, img string) string {
 	t.Helper()
-	dir := t.TempDir()
-	ctl, err := unix.Open("/dev/loop-control", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	dir, _, err := hostLoopMount(t, img, true, unix.MS_RDONLY, "noload") // rwrecover_linux_test.go
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("kernel mount %s: %v", img, err)
 	}
-	defer unix.Close(ctl)
-	imgFd, err := unix.Open(img, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(imgFd)
-	for try := 0; ; try++ {
-		n, err := unix.IoctlRetInt(ctl, unix.LOOP_CTL_GET_FREE)
-		if err != nil {
-			t.Fatalf("LOOP_CTL_GET_FREE: %v", err)
-		}
-		dev := fmt.Sprintf("/dev/loop%d", n)
-		lfd, err := unix.Open(dev, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := unix.LoopConfig{Fd: uint32(imgFd)}
-		cfg.Info.Flags = unix.LO_FLAGS_READ_ONLY | unix.LO_FLAGS_AUTOCLEAR
-		err = unix.IoctlLoopConfigure(lfd, &cfg)
-		if errors.Is(err, unix.EBUSY) && try < 10 {
-			unix.Close(lfd)
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		if err != nil {
-			unix.Close(lfd)
-			t.Fatalf("LOOP_CONFIGURE %s: %v", dev, err)
-		}
-		err = unix.Mount(dev, dir, "ext4", unix.MS_RDONLY, "noload")
-		unix.Close(lfd) // the mount keeps it bound; unmounting clears it
-		if err != nil {
-			t.Fatalf("kernel mount %s: %v", dev, err)
-		}
-		break
-	}
-	t.Cleanup(func() {
-		err := unix.Unmount(dir, 0)
-		for try := 0; errors.Is(err, unix.EBUSY) && try < 50; try++ {
-			time.Sleep(20 * time.Millisecond)
-			err = unix.Unmount(dir, 0)
-		}
-		if err != nil {
-			t.Errorf("kernel unmount %s: %v", dir, err)
-		}
-	})
 	return dir
 }
 
