@@ -13,10 +13,10 @@ package ext4
 //     flex_bg, meta_bg, sparse_super, sparse_super2, large_file,
 //     huge_file, dir_nlink, extra_isize, metadata_csum (+csum_seed) or
 //     gdt_csum, has_journal (internal, jbd2 v2 with revoke, 64bit and
-//     csum v3; replayed at open), dir_index (htree directories are read
-//     and looked up, but adding or removing an entry in one gives
-//     EOPNOTSUPP; directories made here are linear, with an in-memory
-//     name index in place of the htree).
+//     csum v3; replayed at open), dir_index (htree directories kept as
+//     Linux keeps them, rwhtree.go; a directory outgrowing its first
+//     block becomes one; names are looked up through an in-memory name
+//     index).
 //   - refused with a *FeatureError naming the feature: inline_data,
 //     bigalloc, encrypt, casefold, ea_inode, mmp, quota, project, verity,
 //     orphan_present, needs_recovery without a journal, journal csum v2,
@@ -139,6 +139,7 @@ type Writer struct {
 	closed bool
 	err    error            // a failed commit: no more changes
 	dirs   map[uint32]*wdir // name indexes of directories (rwdir.go)
+	dx     *dxScratch       // htree insertion buffers (rwhtree.go)
 	held   map[uint32]int   // open counts (Hold)
 	orphan map[uint32]bool  // unlinked while held: freed at the last Unhold
 
