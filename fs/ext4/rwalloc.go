@@ -260,6 +260,10 @@ func (w *Writer) allocInode(parent uint32, dir bool) (uint32, error) {
 			return 0, err
 		}
 		for i := uint32(0); i < v.ipg; i++ {
+			if i%64 == 0 && i+64 <= v.ipg && binary.LittleEndian.Uint64(bm[i/8:]) == ^uint64(0) {
+				i += 63 // a word of used inodes: no per-bit scan of a full group
+				continue
+			}
 			ino := g*v.ipg + i + 1
 			if bit(bm, i) || ino < v.firstIno {
 				continue
