@@ -386,8 +386,10 @@ func (w *Writer) dxSplitLeaf(dir uint32, draw []byte, idx *wdir, f *dxFrameW, ll
 		size += m[i].size
 		move++
 	}
+	// Split by size where an entry would cross the middle; when all of
+	// them fit in half a block, by count.
 	split := count / 2
-	if i > 0 {
+	if i >= 0 {
 		split = count - move
 	}
 	if split >= count {
