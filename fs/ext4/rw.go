@@ -143,6 +143,10 @@ type Writer struct {
 	held   map[uint32]int   // open counts (Hold)
 	orphan map[uint32]bool  // unlinked while held: freed at the last Unhold
 
+	// ihint[g]: every inode of group g below it is in use (allocInode
+	// starts there and makes the map; freeInode lowers it).
+	ihint map[uint32]uint32
+
 	// appendMu serialises Append's size read and write; taken before mu.
 	appendMu sync.Mutex
 }

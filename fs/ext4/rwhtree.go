@@ -257,7 +257,7 @@ func (w *Writer) reindexBlock(idx *wdir, buf []byte, lblk, phys uint64) {
 		}
 		if ino := le32(buf, o); ino != 0 {
 			n := buf[o+8 : o+8+int(buf[o+6])]
-			if l, ok := idx.names[string(n)]; ok && l.ino == ino {
+			if l, ok := idx.names[string(n)]; ok && l.ino == ino && (l.lblk != lblk || l.off != o) {
 				l.lblk, l.phys, l.off = lblk, phys, o
 				idx.names[string(n)] = l
 			}
