@@ -570,6 +570,7 @@ func TestWriterHtreeCrash(t *testing.T) {
 		trials, _ = strconv.Atoi(s)
 	}
 	fixed := time.Unix(1750000000, 5)
+	levels := 0
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base.img")
 	mkfsHtree(t, base, 16, []string{"-b", "1024"}, "", false)
@@ -577,8 +578,8 @@ func TestWriterHtreeCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The starting image: h with 400 long names (a two-level index is
-	// near), g with 40.
+	// The starting image: h with 500 names of 180 bytes or more (a
+	// two-level index, whose nodes the trials' creates split), g with 40.
 	{
 		dev := memWDev(orig)
 		w, err := OpenWriter(dev, Options{})
@@ -589,11 +590,18 @@ func TestWriterHtreeCrash(t *testing.T) {
 		x := writerTarget{w, 0}
 		x.mkdir("h", 0o755)
 		x.mkdir("g", 0o755)
-		for i := 0; i < 400; i++ {
-			if err := x.create("h/"+htreeName(3*i), 0o644); err != nil {
+		for i, made := 0, 0; made < 500; i++ {
+			if len(htreeName(i)) < 180 {
+				continue
+			}
+			if err := x.create("h/"+htreeName(i), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			made++
 		}
+		v := w.Volume()
+		in, _ := v.Inode(mustLookup(t, v, "h"))
+		levels = htreeLevels(t, v, in)
 		for i := 0; i < 40; i++ {
 			x.create("g/"+htreeName(3*i+1), 0o644)
 		}
@@ -674,7 +682,7 @@ func TestWriterHtreeCrash(t *testing.T) {
 		}
 		e2fsckClean(t, out)
 	}
-	t.Logf("%d crash trials over htree splits: e2fsck clean and atomic in every one; %d needed a journal replay", trials, replayed)
+	t.Logf("%d crash trials over htree splits (h starts with indirect_levels %d): e2fsck clean and atomic in every one; %d needed a journal replay", trials, levels, replayed)
 }
 
 var _ = path.Join
