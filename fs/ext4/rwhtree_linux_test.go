@@ -236,17 +236,7 @@ func diskOrder(t *testing.T, img []byte, p string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ino := uint32(rootIno)
-	for _, c := range strings.Split(p, "/") {
-		in, err := v.Inode(ino)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ino, err = v.Lookup(in, c); err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-	}
-	in, err := v.Inode(ino)
+	in, err := v.Inode(mustLookup(t, v, p))
 	if err != nil {
 		t.Fatal(err)
 	}
