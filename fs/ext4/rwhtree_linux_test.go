@@ -32,12 +32,14 @@ var htreeSets = []struct {
 	mkfs     []string
 	hash     string // s_def_hash_version, set by debugfs
 	unsigned bool   // EXT2_FLAGS_UNSIGNED_HASH instead of mke2fs's signed
+	long     bool   // names of 200 bytes or more (htreeSeq.name)
 }{
-	{"4k-halfmd4", []string{"-b", "4096"}, "", false},
-	{"1k-halfmd4", []string{"-b", "1024"}, "", false},
-	{"1k-nocsum-tea", []string{"-b", "1024", "-O", "^metadata_csum,uninit_bg"}, "tea", false},
-	{"1k-legacy-unsigned", []string{"-b", "1024"}, "legacy", true},
-	{"1k-largedir-tea-unsigned", []string{"-b", "1024", "-O", "large_dir"}, "tea", true},
+	{"4k-halfmd4", []string{"-b", "4096"}, "", false, false},
+	{"1k-halfmd4", []string{"-b", "1024"}, "", false, false},
+	{"1k-nocsum-tea", []string{"-b", "1024", "-O", "^metadata_csum,uninit_bg"}, "tea", false, false},
+	{"1k-legacy-unsigned", []string{"-b", "1024"}, "legacy", true, false},
+	{"1k-largedir-tea-unsigned", []string{"-b", "1024", "-O", "large_dir"}, "tea", true, false},
+	{"1k-halfmd4-long", []string{"-b", "1024"}, "", false, true},
 }
 
 func mkfsHtree(t testing.TB, img string, sizeMiB int, args []string, hash string, unsigned bool) {
@@ -83,13 +85,25 @@ type htreeSeq struct {
 	dirs map[string]bool // directories made by the sequence
 	seen map[string]int
 	n    int // operations applied (a burst is one)
+	long bool
+}
+
+// name is name i of the sequence's pool: htreeName, padded to at least
+// 200 bytes in a long sequence (four entries to a 1 KiB leaf, so that
+// the index gets a second level within 500 operations).
+func (s *htreeSeq) name(i int) string {
+	n := htreeName(i)
+	if s.long && len(n) < 200 {
+		n += strings.Repeat("L", 200-len(n))
+	}
+	return n
 }
 
 var htreeSubdirs = []string{"h/s", "g/s", "h/t", "g/t"}
 
 func (s *htreeSeq) pickLive() string {
 	if len(s.live) == 0 {
-		return "h/" + htreeName(s.r.Intn(2000))
+		return "h/" + s.name(s.r.Intn(2000))
 	}
 	keys := make([]string, 0, len(s.live))
 	for k := range s.live {
@@ -161,16 +175,16 @@ func (s *htreeSeq) step(t *testing.T) {
 	s.n++
 	switch op := r.Intn(100); {
 	case op < 40:
-		s.create(t, s.pickDir()+"/"+htreeName(r.Intn(2000)))
+		s.create(t, s.pickDir()+"/"+s.name(r.Intn(2000)))
 	case op < 50:
 		d, i := s.pickDir(), r.Intn(2000)
 		for j := 0; j < 32; j++ {
-			s.create(t, d+"/"+htreeName((i+j)%2000))
+			s.create(t, d+"/"+s.name((i+j)%2000))
 		}
 	case op < 62:
 		p := s.pickLive()
 		if r.Intn(5) == 0 {
-			p = s.pickDir() + "/" + htreeName(r.Intn(2000))
+			p = s.pickDir() + "/" + s.name(r.Intn(2000))
 		}
 		s.unlink(t, p)
 	case op < 67:
@@ -187,13 +201,13 @@ func (s *htreeSeq) step(t *testing.T) {
 			s.unlink(t, p)
 		}
 	case op < 78:
-		a, b := s.pickLive(), s.pickDir()+"/"+htreeName(r.Intn(2000))
+		a, b := s.pickLive(), s.pickDir()+"/"+s.name(r.Intn(2000))
 		if r.Intn(4) == 0 {
 			b = s.pickLive()
 		}
 		s.do(t, "rename "+a+" "+b, func() error { return s.k.rename(a, b) }, func() error { return s.x.rename(a, b) }, a, b)
 	case op < 83:
-		a, b := s.pickLive(), s.pickDir()+"/"+htreeName(r.Intn(2000))
+		a, b := s.pickLive(), s.pickDir()+"/"+s.name(r.Intn(2000))
 		s.do(t, "link "+a+" "+b, func() error { return s.k.link(a, b) }, func() error { return s.x.link(a, b) }, a, b)
 	case op < 87:
 		d := htreeSubdirs[r.Intn(len(htreeSubdirs))]
@@ -222,7 +236,7 @@ func (s *htreeSeq) step(t *testing.T) {
 		a, b := s.pickLive(), s.pickLive()
 		s.do(t, "exchange "+a+" "+b, func() error { return s.k.exchange(a, b) }, func() error { return s.x.exchange(a, b) }, a, b)
 	default:
-		p := s.pickDir() + "/" + htreeName(r.Intn(2000))
+		p := s.pickDir() + "/" + s.name(r.Intn(2000))
 		tgt := "/nonexistent/" + strings.Repeat("t", r.Intn(3)*40+1)
 		s.do(t, "symlink "+p, func() error { return s.k.symlink(tgt, p) }, func() error { return s.x.symlink(tgt, p) }, p)
 	}
@@ -300,7 +314,7 @@ func TestWriterHtreeKernelDifferential(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s := &htreeSeq{r: rand.New(rand.NewSource(seed)), k: kernelTarget{mnt}, x: writerTarget{w, umask}, live: map[string]bool{}, dirs: map[string]bool{}, seen: seen}
+				s := &htreeSeq{r: rand.New(rand.NewSource(seed)), k: kernelTarget{mnt}, x: writerTarget{w, umask}, live: map[string]bool{}, dirs: map[string]bool{}, seen: seen, long: fs.long}
 				s.do(t, "mkdir h", func() error { return s.k.mkdir("h", 0o755) }, func() error { return s.x.mkdir("h", 0o755) })
 				s.do(t, "mkdir g", func() error { return s.k.mkdir("g", 0o755) }, func() error { return s.x.mkdir("g", 0o755) })
 				for s.n < ops {
