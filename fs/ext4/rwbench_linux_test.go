@@ -139,7 +139,7 @@ func BenchmarkRWRandWrite4K(b *testing.B) {
 }
 
 // BenchmarkRWCreate: empty files created in one directory; ns/op is per
-// file. iovfs's directories are linear, so the cost grows with the count.
+// file. The directory becomes an htree after its first block (rwhtree.go).
 func BenchmarkRWCreate(b *testing.B) {
 	sides := rwSides(b)
 	for _, name := range sideOrder {

@@ -291,8 +291,9 @@ func (w *Writer) addEntry(dir uint32, draw []byte, name string, ino uint32, ft u
 	if werr != nil {
 		return werr
 	}
-	if !done && nb == 1 && w.v.compat&compatDirIndex != 0 {
-		// make_indexed_dir: the full first block becomes an htree.
+	if !done && nb == 1 && w.v.compat&compatDirIndex != 0 && iFlags(draw)&FlagExtents != 0 {
+		// make_indexed_dir: the full first block becomes an htree (only
+		// extent-mapped directories: rwhtree.go maps blocks by extents).
 		return w.dxAddEntry(dir, draw, idx, name, ino, ft, now, true)
 	}
 	if !done {
