@@ -445,10 +445,9 @@ func (w *Writer) dxSplitLeaf(dir uint32, draw []byte, idx *wdir, f *dxFrameW, ll
 	}
 	off, ok := w.addToBuf(tb, de, name, ino, ft)
 	if !ok {
-		if off, ok = w.addToBuf(tb, -1, name, ino, ft); !ok {
-			// Linux's do_split leaves room for any name in either half.
-			return corrupt(dir, "no room in a split htree leaf")
-		}
+		// Linux's do_split leaves room for any name in the half it
+		// picks; should it not, the split is written without the name.
+		off, ok = w.addToBuf(tb, -1, name, ino, ft)
 	}
 	if err := w.writeDirBlock(dir, draw, data2, nphys); err != nil {
 		return err
@@ -461,6 +460,9 @@ func (w *Writer) dxSplitLeaf(dir uint32, draw []byte, idx *wdir, f *dxFrameW, ll
 	}
 	w.reindexBlock(idx, data1, llblk, lphys)
 	w.reindexBlock(idx, data2, nlblk, nphys)
+	if !ok {
+		return syscall.ENOSPC
+	}
 	idx.names[name] = dentLoc{ino, ft, tl, tp, off}
 	return nil
 }
@@ -551,7 +553,21 @@ func (w *Writer) makeIndexed(dir uint32, draw []byte, idx *wdir, name string, in
 	}
 	// Block 1 is written by the split; the root goes with it.
 	f := &dxFrameW{lblk: 0, phys: phys0, b: root, co: 0x20}
-	return w.dxSplitLeaf(dir, draw, idx, f, lblk1, phys1, hash, name, ino, ft)
+	size := iSize(draw)
+	err = w.dxSplitLeaf(dir, draw, idx, f, lblk1, phys1, hash, name, ino, ft)
+	if err != nil && iSize(draw) == size {
+		// The split failed before changing anything (no block for it):
+		// as make_indexed_dir's out_frames, the root and block 1 are
+		// written as they are, an htree of one leaf.
+		if werr := w.writeDirBlock(dir, draw, data, phys1); werr != nil {
+			return werr
+		}
+		if werr := w.writeDirBlock(dir, draw, root, phys0); werr != nil {
+			return werr
+		}
+		w.reindexBlock(idx, data, lblk1, phys1)
+	}
+	return err
 }
 
 // appendDirBlock is ext4_append: directory dir grows by one block at its

@@ -690,3 +690,80 @@ func TestWriterHtreeCrash(t *testing.T) {
 }
 
 var _ = path.Join
+
+// TestWriterHtreeConvertENOSPC: a one-block directory is full and the
+// volume has one free block: the conversion to an htree gets block 1 but
+// the split finds no block for its second leaf, so the create fails with
+// ENOSPC and, as make_indexed_dir's out_frames, the directory is left an
+// htree of one leaf holding every earlier name; e2fsck -fn is clean.
+func TestWriterHtreeConvertENOSPC(t *testing.T) {
+	needMke2fs(t)
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.img")
+	mkfsHtree(t, base, 2, []string{"-b", "1024", "-O", "^has_journal"}, "", false)
+	orig, _ := os.ReadFile(base)
+	dev := memWDev(orig)
+	w, err := OpenWriter(dev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := w.Mkdir(rootIno, "d", 0o755, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := func(i int) string { return fmt.Sprintf("%d", i) + strings.Repeat("n", 254) }
+	for i := 0; i < 3; i++ { // 3 x 264 bytes: a fourth needs a second block
+		if _, err := w.Create(d, name(i), 0o644, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big, err := w.Create(rootIno, "big", 0o644, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 1024)
+	var off int64
+	for ; ; off += 1024 {
+		if _, err := w.WriteAt(big, chunk, off); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	// Free exactly one block (the last one, no extent change elsewhere).
+	if err := w.Truncate(big, off-1024); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.sbFreeBlocks(); n != 1 {
+		t.Fatalf("%d free blocks, want 1", n)
+	}
+	if _, err := w.Create(d, name(3), 0o644, 0, 0); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("create needing a conversion and a split with one free block: %v, want ENOSPC", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	img := filepath.Join(dir, "w.img")
+	os.WriteFile(img, dev, 0o600)
+	e2fsckClean(t, img)
+	v, err := Open(dev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := v.Inode(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Flags&FlagIndex == 0 || in.Size != 2048 {
+		t.Fatalf("directory flags %#x size %d: want an htree of two blocks", in.Flags, in.Size)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := v.Lookup(in, name(i)); err != nil {
+			t.Fatalf("lookup %d through the htree: %v", i, err)
+		}
+	}
+	if _, err := v.Lookup(in, name(3)); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("lookup of the failed name: %v", err)
+	}
+}
