@@ -138,6 +138,8 @@ func BenchmarkRWRandWrite4K(b *testing.B) {
 	}
 }
 
+var createRuns int
+
 // BenchmarkRWCreate: empty files created in one directory; ns/op is per
 // file. The directory becomes an htree after its first block (rwhtree.go).
 func BenchmarkRWCreate(b *testing.B) {
@@ -145,7 +147,8 @@ func BenchmarkRWCreate(b *testing.B) {
 	for _, name := range sideOrder {
 		s := sides[name]
 		b.Run(name, func(b *testing.B) {
-			dir := fmt.Sprintf("%s/c%d", s.root, b.N)
+			createRuns++ // a new directory for every run (-count)
+			dir := fmt.Sprintf("%s/c%d-%d", s.root, b.N, createRuns)
 			if err := s.mkdir(dir); err != nil {
 				b.Fatal(err)
 			}
