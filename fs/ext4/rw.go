@@ -13,10 +13,10 @@ package ext4
 //     flex_bg, meta_bg, sparse_super, sparse_super2, large_file,
 //     huge_file, dir_nlink, extra_isize, metadata_csum (+csum_seed) or
 //     gdt_csum, has_journal (internal, jbd2 v2 with revoke, 64bit and
-//     csum v3; replayed at open), dir_index (htree directories are read
-//     and looked up, but adding or removing an entry in one gives
-//     EOPNOTSUPP; directories made here are linear, with an in-memory
-//     name index in place of the htree).
+//     csum v3; replayed at open), dir_index (htree directories kept as
+//     Linux keeps them, rwhtree.go; a directory outgrowing its first
+//     block becomes one; names are looked up through an in-memory name
+//     index).
 //   - block maps (rwblockmap.go): ext2, ext3 and ext4 inodes without
 //     EXTENTS_FL (direct, single, double and triple indirect blocks); new
 //     inodes are block-mapped on volumes without the extents feature.
@@ -144,6 +144,7 @@ type Writer struct {
 	closed bool
 	err    error            // a failed commit: no more changes
 	dirs   map[uint32]*wdir // name indexes of directories (rwdir.go)
+	dx     *dxScratch       // htree insertion buffers (rwhtree.go)
 	held   map[uint32]int   // open counts (Hold)
 	orphan map[uint32]bool  // unlinked while held: freed at the last Unhold
 
@@ -151,6 +152,9 @@ type Writer struct {
 	xcache map[uint32][]uint64
 	// bmaps caches the runs of block maps (rwblockmap.go); under mu.
 	bmaps map[uint32]*bmCache
+	// ihint[g]: every inode of group g below it is in use (allocInode
+	// starts there and makes the map; freeInode lowers it).
+	ihint map[uint32]uint32
 
 	// appendMu serialises Append's size read and write; taken before mu.
 	appendMu sync.Mutex

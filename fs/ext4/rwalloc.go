@@ -259,12 +259,20 @@ func (w *Writer) allocInode(parent uint32, dir bool) (uint32, error) {
 		if err != nil {
 			return 0, err
 		}
-		for i := uint32(0); i < v.ipg; i++ {
+		for i := w.ihint[g]; i < v.ipg; i++ {
+			if i%64 == 0 && i+64 <= v.ipg && binary.LittleEndian.Uint64(bm[i/8:]) == ^uint64(0) {
+				i += 63 // a word of used inodes: no per-bit scan of a full group
+				continue
+			}
 			ino := g*v.ipg + i + 1
 			if bit(bm, i) || ino < v.firstIno {
 				continue
 			}
 			setBit(bm, i)
+			if w.ihint == nil {
+				w.ihint = map[uint32]uint32{}
+			}
+			w.ihint[g] = i + 1
 			flags := w.descField(g, gdFlags, -1, 16)
 			if flags&bgInodeUninit != 0 {
 				w.setDescField(g, gdFlags, -1, 16, flags&^bgInodeUninit)
@@ -304,6 +312,9 @@ func (w *Writer) freeInode(ino uint32, dir bool) error {
 		return corrupt(ino, "freeing a free inode")
 	}
 	clearBit(bm, i)
+	if i < w.ihint[g] { // a nil map reads 0
+		w.ihint[g] = i
+	}
 	w.setDescField(g, gdFreeInodes, 0x2E, 16, w.descField(g, gdFreeInodes, 0x2E, 16)+1)
 	if dir {
 		w.setDescField(g, gdUsedDirs, 0x30, 16, w.descField(g, gdUsedDirs, 0x30, 16)-1)

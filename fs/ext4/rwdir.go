@@ -43,7 +43,9 @@ func putDirent(b []byte, ino uint32, recLen uint16, name string, ft uint8) {
 // writeDirBlock sets the checksum tail of directory block buf of dir and
 // writes it at phys.
 func (w *Writer) writeDirBlock(dir uint32, draw []byte, buf []byte, phys uint64) error {
-	if w.v.rocompat&rocompatMetadataCsum != 0 {
+	if w.isDxBlock(draw, buf) {
+		w.setDxCsum(dir, draw, buf) // an htree index block (rwhtree.go)
+	} else if w.v.rocompat&rocompatMetadataCsum != 0 {
 		t := buf[w.v.bs-12:]
 		binary.LittleEndian.PutUint32(t[0:], 0)
 		binary.LittleEndian.PutUint16(t[4:], 12)
@@ -245,13 +247,16 @@ func checkName(name string) error {
 // addEntry adds name -> ino to dir (raw draw, which it updates and writes
 // with new times), growing it by a block when no block has room.
 func (w *Writer) addEntry(dir uint32, draw []byte, name string, ino uint32, ft uint8, now time.Time) error {
-	if iFlags(draw)&FlagIndex != 0 {
+	if iFlags(draw)&FlagIndex != 0 && w.v.compat&compatDirIndex == 0 {
 		return syscall.EOPNOTSUPP
 	}
 	need := (8 + len(name) + 3) &^ 3
 	idx, err := w.dirIndex(dir, draw)
 	if err != nil {
 		return err
+	}
+	if iFlags(draw)&FlagIndex != 0 {
+		return w.dxAddEntry(dir, draw, idx, name, ino, ft, now, false)
 	}
 	done := false
 	var werr error
@@ -292,27 +297,14 @@ func (w *Writer) addEntry(dir uint32, draw []byte, name string, ino uint32, ft u
 	if werr != nil {
 		return werr
 	}
+	if !done && nb == 1 && w.v.compat&compatDirIndex != 0 && iFlags(draw)&FlagExtents != 0 {
+		// make_indexed_dir: the full first block becomes an htree (only
+		// extent-mapped directories: rwhtree.go maps blocks by extents).
+		return w.dxAddEntry(dir, draw, idx, name, ino, ft, now, true)
+	}
 	if !done {
-		exts, leaf, err := w.loadExtents(dir, draw)
+		lblk, start, err := w.appendDirBlock(dir, draw)
 		if err != nil {
-			return err
-		}
-		lblk := iSize(draw) >> w.v.bsBits
-		if lblk >= 1<<32-1 {
-			return syscall.ENOSPC
-		}
-		_, _, next := lookupExt(exts, lblk)
-		start, _, err := w.allocBlocks(w.goalFor(dir, exts, next, lblk), 1)
-		if err != nil {
-			return err
-		}
-		nexts := insertExt(append([]wext(nil), exts...), next, wext{l: uint32(lblk), n: 1, p: start})
-		if _, err := w.storeExtents(dir, draw, nexts, leaf); err != nil {
-			w.freeBlocks(start, 1)
-			w.storeExtents(dir, draw, exts, leaf)
-			return err
-		}
-		if err := w.addIBlocks(draw, 1); err != nil {
 			return err
 		}
 		buf := make([]byte, w.v.bs)
@@ -322,7 +314,6 @@ func (w *Writer) addEntry(dir uint32, draw []byte, name string, ino uint32, ft u
 		}
 		idx.names[name] = dentLoc{ino, ft, lblk, start, 0}
 		idx.hint = lblk
-		setISize(draw, iSize(draw)+w.v.bs)
 	}
 	touch(draw, now, tMtime, tCtime)
 	return w.putInode(dir, draw)
@@ -332,9 +323,6 @@ func (w *Writer) addEntry(dir uint32, draw []byte, name string, ino uint32, ft u
 // merged into the previous entry of its block, or its inode cleared when
 // it is the first.
 func (w *Writer) removeEntry(dir uint32, draw []byte, e dirent, now time.Time) error {
-	if iFlags(draw)&FlagIndex != 0 {
-		return syscall.EOPNOTSUPP
-	}
 	buf := make([]byte, w.v.bs)
 	if err := w.v.readBlock(e.phys, buf); err != nil {
 		return err
@@ -411,15 +399,12 @@ func (w *Writer) prepareNew(dir uint32, name string) ([]byte, error) {
 	} else if found {
 		return nil, syscall.EEXIST
 	}
-	if iFlags(draw)&FlagIndex != 0 {
-		return nil, syscall.EOPNOTSUPP
-	}
 	return draw, nil
 }
 
 // Create makes a regular file name in dir with permission bits mode.
 // Errors: EEXIST, ENOTDIR, ENOENT (dir removed), ENOSPC, EINVAL and
-// ENAMETOOLONG for a bad name, EOPNOTSUPP for an htree directory.
+// ENAMETOOLONG for a bad name.
 func (w *Writer) Create(dir uint32, name string, mode, uid, gid uint32) (uint32, error) {
 	return w.make(dir, name, S_IFREG|mode&07777, uid, gid, "")
 }
@@ -735,9 +720,6 @@ func (w *Writer) rename(oldDir uint32, oldName string, newDir uint32, newName st
 	if err != nil {
 		return err
 	}
-	if iFlags(odraw)&FlagIndex != 0 || iFlags(ndraw)&FlagIndex != 0 {
-		return syscall.EOPNOTSUPP
-	}
 	sraw, err := w.getInode(src.ino)
 	if err != nil {
 		return err
@@ -904,7 +886,7 @@ func (w *Writer) Exchange(oldDir uint32, oldName string, newDir uint32, newName 
 	}
 	defer w.unlock()
 	defer w.writeSuper()
-	odraw, a, ndraw, b, ok, err := w.renameEnds(oldDir, oldName, newDir, newName)
+	_, a, _, b, ok, err := w.renameEnds(oldDir, oldName, newDir, newName)
 	if err != nil {
 		return err
 	}
@@ -921,9 +903,6 @@ func (w *Writer) Exchange(oldDir uint32, oldName string, newDir uint32, newName 
 		return err
 	} else if anc {
 		return syscall.EINVAL
-	}
-	if iFlags(odraw)&FlagIndex != 0 || iFlags(ndraw)&FlagIndex != 0 {
-		return syscall.EOPNOTSUPP
 	}
 	if a.ino == b.ino {
 		return nil
