@@ -130,7 +130,10 @@ type dentry struct {
 	// node can have the same words while the dentry exists.
 	dirw  iwords
 	nlen  int
-	short [dcShortName]byte // the name, if it fits
+	// w0, w1 are nameWords of a name up to 16 bytes: a hit compares
+	// them with the words the hash was made of, not the bytes.
+	w0, w1 uint64
+	short  [dcShortName]byte // the name, if it fits
 	name  string            // the name, if it does not
 
 	dir   Node
@@ -184,6 +187,9 @@ func nameWords(b []byte) (uint64, uint64) {
 // path it was cut from alive either way).
 func (e *dentry) setName(name string) {
 	e.nlen = len(name)
+	if len(name) <= 16 {
+		e.w0, e.w1 = nameWords(unsafe.Slice(unsafe.StringData(name), len(name)))
+	}
 	if len(name) <= dcShortName {
 		copy(e.short[:], name)
 		return
@@ -286,7 +292,13 @@ func (c *dcache) hash(dir Node, name string) (uint64, uintptr) {
 		return mix(w) ^ maphash.String(c.seed, name), w
 	}
 	lo, hi := nameWords(unsafe.Slice(unsafe.StringData(name), n))
-	return mix(uint64(w)^c.k0^lo) ^ mix(hi^c.k1^uint64(n)<<56), w
+	return c.hashWords(w, lo, hi, n), w
+}
+
+// hashWords is hash of a name of n <= 16 bytes whose nameWords are lo
+// and hi.
+func (c *dcache) hashWords(w uintptr, lo, hi uint64, n int) uint64 {
+	return mix(uint64(w)^c.k0^lo) ^ mix(hi^c.k1^uint64(n)<<56)
 }
 
 func (c *dcache) stripe(w uintptr) *dcStripe {
@@ -317,6 +329,58 @@ func kindOf(n Node) nodeKind {
 		k |= kindLink
 	}
 	return k
+}
+
+// hit is the cached step of the walk: the dentry of name in directory
+// node if one is cached and usable now (no change active on the stripe,
+// the generation unchanged, Revalidate agreeing), or nil. A negative
+// dentry is returned too (its child is nil). It calls no file system code
+// and needs no Lookuper: a dentry exists only for a directory whose
+// Lookup made it, and a node's type never changes. No dentry holds "",
+// "." or "..", nor a name longer than NAME_MAX: the walk answers those
+// before it calls lookup. A directory with a Revalidator is left to
+// lookup, which revalidates (and drops what Revalidate rejects).
+func (c *dcache) hit(node Node, name string) *dentry {
+	if c.off {
+		return nil
+	}
+	// hash and find, fused: the name's words are made once, for the
+	// hash and the compare.
+	words := ifaceWords(node)
+	n := len(name)
+	var h, lo, hi uint64
+	if n <= 16 {
+		lo, hi = nameWords(unsafe.Slice(unsafe.StringData(name), n))
+		h = c.hashWords(words.data, lo, hi, n)
+	} else {
+		h, _ = c.hash(node, name)
+	}
+	st := c.stripe(words.data)
+	gen := st.gen.Load()
+	if st.active.Load() != 0 {
+		return nil
+	}
+	e := c.buckets[h&c.mask].Load()
+	for ; e != nil; e = e.next.Load() {
+		if e.hash == h && e.dirw == words && e.nlen == n && e.w0 == lo && e.w1 == hi && (n <= 16 || e.is(name)) {
+			break
+		}
+	}
+	if e == nil || e.reval != nil || st.gen.Load() != gen {
+		return nil
+	}
+	if !e.ref.Load() {
+		e.ref.Store(true)
+	}
+	if c.stats {
+		s := &c.shards[h&c.mask%dcShards]
+		if e.child == nil {
+			s.negHits.Add(1)
+		} else {
+			s.hits.Add(1)
+		}
+	}
+	return e
 }
 
 // lookup is dir.Lookup(name) through the cache; node is dir as a Node
