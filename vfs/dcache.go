@@ -128,13 +128,13 @@ type dentry struct {
 	// dirw is dir's interface words (type, pointer): the key compare,
 	// without runtime.ifaceeq. dir keeps the object alive, so no other
 	// node can have the same words while the dentry exists.
-	dirw  iwords
-	nlen  int
+	dirw iwords
+	nlen int
 	// w0, w1 are nameWords of a name up to 16 bytes: a hit compares
 	// them with the words the hash was made of, not the bytes.
 	w0, w1 uint64
 	short  [dcShortName]byte // the name, if it fits
-	name  string            // the name, if it does not
+	name   string            // the name, if it does not
 
 	dir   Node
 	child Node       // nil for a negative dentry

@@ -147,7 +147,7 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 	known := false
 	stepped := false                              // cur is the result of a step, tested to be a directory
 	check := w.cred != nil && !w.cred.fsCapable() // CAP_DAC_OVERRIDE searches anything
-	if !w.ns.dcache.off { // walkcached.go
+	if !w.ns.dcache.off {                         // walkcached.go
 		s := w.cachedPrefix(walkState{cur: cur, rest: rest}, check)
 		cur, rest, dmode, duid, dgid, known, stepped = s.cur, s.rest, s.mode, s.uid, s.gid, s.known, s.stepped
 	}
