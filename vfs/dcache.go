@@ -137,12 +137,17 @@ type dentry struct {
 	name   string            // the name, if it does not
 
 	dir   Node
-	child Node       // nil for a negative dentry
-	kind  nodeKind   // child's, which never changes (an inode's type is fixed)
-	perm  PermAttrer // child's, if it has one: the search check's attributes
-	fs    FileSystem
-	reval Revalidator // dir's, if it has one
-	ref   atomic.Bool
+	child Node     // nil for a negative dentry
+	kind  nodeKind // child's, which never changes (an inode's type is fixed)
+	// cstripe is the stripe of child as a directory, and cfw, cfb its
+	// word and bit in the mount filter (mountfilter.go): what the next
+	// step of a cached walk would compute from child's pointer.
+	cstripe, cfw uint8
+	cfb          uint64
+	perm         PermAttrer // child's, if it has one: the search check's attributes
+	fs           FileSystem
+	reval        Revalidator // dir's, if it has one
+	ref          atomic.Bool
 	// prev and rnext link the shard's ring, under its mu.
 	prev, rnext *dentry
 }
@@ -302,8 +307,11 @@ func (c *dcache) hashWords(w uintptr, lo, hi uint64, n int) uint64 {
 }
 
 func (c *dcache) stripe(w uintptr) *dcStripe {
-	return &c.stripes[mix(w)>>56]
+	return &c.stripes[stripeIndex(w)]
 }
+
+// stripeIndex is the stripe of the directory whose pointer word is w.
+func stripeIndex(w uintptr) uint8 { return uint8(mix(w) >> 56) }
 
 // nodeKind is what the walk asks of every node it reaches, kept in the
 // dentry so that a cached step needs no type assertion: kindKnown, and
@@ -344,18 +352,22 @@ func (c *dcache) hit(node Node, name string) *dentry {
 	if c.off {
 		return nil
 	}
-	// hash and find, fused: the name's words are made once, for the
-	// hash and the compare.
 	words := ifaceWords(node)
+	return c.probe(words, &c.stripes[stripeIndex(words.data)], name)
+}
+
+// probe is hit in directory words (its interface words), whose stripe is
+// st: hash and find fused, the name's words made once for the hash and
+// the compare.
+func (c *dcache) probe(words iwords, st *dcStripe, name string) *dentry {
 	n := len(name)
 	var h, lo, hi uint64
 	if n <= 16 {
 		lo, hi = nameWords(unsafe.Slice(unsafe.StringData(name), n))
 		h = c.hashWords(words.data, lo, hi, n)
 	} else {
-		h, _ = c.hash(node, name)
+		h = mix(words.data) ^ maphash.String(c.seed, name)
 	}
-	st := c.stripe(words.data)
 	gen := st.gen.Load()
 	if st.active.Load() != 0 {
 		return nil
@@ -447,6 +459,12 @@ func (c *dcache) miss(node Node, dir Lookuper, name string, fs FileSystem, h uin
 	}
 	e := &dentry{hash: h, dirw: ifaceWords(node), dir: node, child: child, fs: fs, kind: kindOf(child)}
 	e.perm, _ = child.(PermAttrer)
+	if child != nil {
+		cw := ifaceWords(child).data
+		e.cstripe = stripeIndex(cw)
+		fw, fb := bitOf(cw)
+		e.cfw, e.cfb = uint8(fw), fb
+	}
 	e.setName(name)
 	e.reval, _ = node.(Revalidator)
 	c.insert(s, &c.buckets[h&c.mask], st, gen, e)

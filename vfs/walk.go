@@ -148,8 +148,9 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 	stepped := false                              // cur is the result of a step, tested to be a directory
 	check := w.cred != nil && !w.cred.fsCapable() // CAP_DAC_OVERRIDE searches anything
 	if !w.ns.dcache.off {                         // walkcached.go
-		s := w.cachedPrefix(walkState{cur: cur, rest: rest}, check)
-		cur, rest, dmode, duid, dgid, known, stepped = s.cur, s.rest, s.mode, s.uid, s.gid, s.known, s.stepped
+		var a dirAttrs
+		stepped = w.cachedPrefix(&cur, &rest, &a, check)
+		dmode, duid, dgid, known = a.mode, a.uid, a.gid, a.known
 	}
 	for {
 		for len(rest) > 0 && rest[0] == '/' {

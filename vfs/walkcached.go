@@ -14,63 +14,85 @@ package vfs
 
 import "golang.org/x/sys/unix"
 
-// walkState is where a walk stands between components: the directory
-// reached, what is left of the path, and the directory's mode, owner and
-// group once read (known) for the next search check.
-type walkState struct {
-	cur            location
-	rest           string
+// dirAttrs are a directory's mode, owner and group, once read (known),
+// for the next search check.
+type dirAttrs struct {
 	mode, uid, gid uint32
-	known, stepped bool // stepped: cur is a step's result, tested to be a directory
+	known          bool
 }
 
-// cachedPrefix walks the components of s.rest but its last that the
-// dentry cache answers, from s.cur. check says whether search permission
-// is checked (the caller's credentials lack CAP_DAC_OVERRIDE).
-func (w *walker) cachedPrefix(s walkState, check bool) walkState {
+// cachedPrefix walks the components of *rest but its last that the
+// dentry cache answers, from *cur, and leaves in *cur and *rest where it
+// stopped and in *a what it learnt of *cur's attributes. It reports
+// whether it took a step (then *cur is a directory). check says whether
+// search permission is checked (the caller's credentials lack
+// CAP_DAC_OVERRIDE). It works on pointers to the caller's variables, not
+// a struct passed and returned: such copies of values just stored field
+// by field stall on store forwarding.
+func (w *walker) cachedPrefix(curp *location, restp *string, a *dirAttrs, check bool) (stepped bool) {
 	c := &w.ns.dcache
+	cur, rest := *curp, *restp
+	st := &c.stripes[stripeIndex(ifaceWords(cur.node).data)]
 	for {
-		rest := s.rest
-		for len(rest) > 0 && rest[0] == '/' {
-			rest = rest[1:]
+		j, i := component(rest)
+		if i == len(rest) {
+			break // the last component is the caller's
 		}
-		i := indexSlash(rest)
-		if i < 0 {
-			return s // the last component is the caller's
+		if check && !a.searchable(cur.node) {
+			break
 		}
-		// The search check's quick yes: every x bit set, or no check.
-		if check {
-			if !s.known {
-				var err error
-				if s.mode, s.uid, s.gid, err = nodeAttrs(s.cur.node); err != nil {
-					return s
-				}
-				s.known = true
-			}
-			if s.mode&0o111 != 0o111 {
-				return s
-			}
-		}
-		e := c.hit(s.cur.node, rest[:i])
+		e := c.probe(ifaceWords(cur.node), st, rest[j:i])
 		if e == nil || e.child == nil || e.kind&(kindDir|kindLink) != kindDir {
-			return s
+			break
 		}
-		next := location{s.cur.mnt, e.child}
-		if w.ns.mountBits.mayCover(e.child) {
-			if next = w.ns.crossMounts(next); next.mnt != s.cur.mnt {
+		if w.ns.mountBits[e.cfw&3].Load()&e.cfb != 0 {
+			next := w.ns.crossMounts(location{cur.mnt, e.child})
+			if next.mnt != cur.mnt {
 				if w.rflags&unix.RESOLVE_NO_XDEV != 0 || !isDir(next.node) {
-					return s
+					break
 				}
-				e = nil // it described the covered node
+				// e described the covered node: the next search check
+				// reads the mount root's attributes.
+				cur, rest, stepped, a.known = next, rest[i:], true, false
+				st = &c.stripes[stripeIndex(ifaceWords(cur.node).data)]
+				continue
 			}
 		}
-		s.known = false
 		if check {
-			if e != nil && e.perm != nil {
-				s.mode, s.uid, s.gid = e.perm.PermAttrs()
-				s.known = true
+			a.known = false
+			if e.perm != nil {
+				a.mode, a.uid, a.gid = e.perm.PermAttrs()
+				a.known = true
 			}
 		}
-		s.cur, s.rest, s.stepped = next, rest[i:], true
+		cur.node, rest, stepped = e.child, rest[i:], true
+		st = &c.stripes[e.cstripe]
 	}
+	*curp, *restp = cur, rest
+	return stepped
+}
+
+// component returns where the first component of path begins (j, after
+// any slashes) and ends (i, at a slash or the end).
+func component(path string) (j, i int) {
+	for j < len(path) && path[j] == '/' {
+		j++
+	}
+	for i = j; i < len(path) && path[i] != '/'; i++ {
+	}
+	return j, i
+}
+
+// searchable is the search check's quick yes for directory n: true when
+// every x bit of its mode is set (any class grants the search); false
+// sends the walk to the full check.
+func (a *dirAttrs) searchable(n Node) bool {
+	if !a.known {
+		var err error
+		if a.mode, a.uid, a.gid, err = nodeAttrs(n); err != nil {
+			return false
+		}
+		a.known = true
+	}
+	return a.mode&0o111 == 0o111
 }
