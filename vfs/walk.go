@@ -149,7 +149,11 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 	check := w.cred != nil && !w.cred.fsCapable() // CAP_DAC_OVERRIDE searches anything
 	if !w.ns.dcache.off {                         // walkcached.go
 		var a dirAttrs
-		stepped = w.cachedPrefix(&cur, &rest, &a, check)
+		ap := &a
+		if !check {
+			ap = nil
+		}
+		stepped = w.cachedPrefix(&cur, &rest, ap)
 		dmode, duid, dgid, known = a.mode, a.uid, a.gid, a.known
 	}
 	for {
@@ -254,6 +258,9 @@ func (w *walker) stepKind(cur location, name string, follow bool) (location, *de
 		// holds a name they would refuse), no type assertion.
 		if e.child == nil {
 			return location{}, nil, errENOENT
+		}
+		if w.ns.mountBits[e.cfw&3].Load()&e.cfb == 0 && (!follow || e.kind&kindLink == 0) {
+			return location{cur.mnt, e.child}, e, nil // no mount on it, no link to follow
 		}
 		return w.mounted(cur, e.child, e, follow)
 	}

@@ -23,64 +23,80 @@ type dirAttrs struct {
 
 // cachedPrefix walks the components of *rest but its last that the
 // dentry cache answers, from *cur, and leaves in *cur and *rest where it
-// stopped and in *a what it learnt of *cur's attributes. It reports
-// whether it took a step (then *cur is a directory). check says whether
-// search permission is checked (the caller's credentials lack
-// CAP_DAC_OVERRIDE). It works on pointers to the caller's variables, not
-// a struct passed and returned: such copies of values just stored field
-// by field stall on store forwarding.
-func (w *walker) cachedPrefix(curp *location, restp *string, a *dirAttrs, check bool) (stepped bool) {
+// stopped. It reports whether it took a step (then *cur is a directory).
+// a is nil when no search permission is checked (the credentials have
+// CAP_DAC_OVERRIDE); otherwise it is left holding what was learnt of
+// *cur's attributes. It works on the caller's variables through
+// pointers, not on a struct passed and returned (those copies of values
+// just stored field by field stalled on store forwarding), and keeps few
+// values live in its loop, so the byte scan stays in registers.
+func (w *walker) cachedPrefix(cur *location, restp *string, a *dirAttrs) (stepped bool) {
 	c := &w.ns.dcache
-	cur, rest := *curp, *restp
 	st := &c.stripes[stripeIndex(ifaceWords(cur.node).data)]
+	rest := *restp
+	for len(rest) > 0 && rest[0] == '/' {
+		rest = rest[1:]
+	}
 	for {
-		j, i := component(rest)
+		// rest starts with a component; find its end.
+		i := 0
+		for i < len(rest) && rest[i] != '/' {
+			i++
+		}
 		if i == len(rest) {
 			break // the last component is the caller's
 		}
-		if check && !a.searchable(cur.node) {
+		if a != nil && !a.searchable(cur.node) {
 			break
 		}
-		e := c.probe(ifaceWords(cur.node), st, rest[j:i])
+		e := c.probe(ifaceWords(cur.node), st, rest[:i])
 		if e == nil || e.child == nil || e.kind&(kindDir|kindLink) != kindDir {
 			break
 		}
 		if w.ns.mountBits[e.cfw&3].Load()&e.cfb != 0 {
-			next := w.ns.crossMounts(location{cur.mnt, e.child})
-			if next.mnt != cur.mnt {
-				if w.rflags&unix.RESOLVE_NO_XDEV != 0 || !isDir(next.node) {
-					break
-				}
-				// e described the covered node: the next search check
-				// reads the mount root's attributes.
-				cur, rest, stepped, a.known = next, rest[i:], true, false
-				st = &c.stripes[stripeIndex(ifaceWords(cur.node).data)]
-				continue
+			if !w.crossCached(cur, e, a) {
+				break
+			}
+			st = &c.stripes[stripeIndex(ifaceWords(cur.node).data)]
+		} else {
+			cur.node = e.child
+			st = &c.stripes[e.cstripe]
+			if a != nil {
+				a.of(e)
 			}
 		}
-		if check {
-			a.known = false
-			if e.perm != nil {
-				a.mode, a.uid, a.gid = e.perm.PermAttrs()
-				a.known = true
-			}
+		stepped = true
+		rest = rest[i+1:]
+		for len(rest) > 0 && rest[0] == '/' {
+			rest = rest[1:]
 		}
-		cur.node, rest, stepped = e.child, rest[i:], true
-		st = &c.stripes[e.cstripe]
 	}
-	*curp, *restp = cur, rest
+	*restp = rest
 	return stepped
 }
 
-// component returns where the first component of path begins (j, after
-// any slashes) and ends (i, at a slash or the end).
-func component(path string) (j, i int) {
-	for j < len(path) && path[j] == '/' {
-		j++
+// crossCached is cachedPrefix's step to e.child when the mount filter
+// says a mount may be on it: *cur becomes the child, or the root of the
+// mount on it. It returns false, with *cur unchanged, for what the full
+// walk must decide: a crossing under RESOLVE_NO_XDEV (EXDEV), a mount
+// root that is not a directory.
+func (w *walker) crossCached(cur *location, e *dentry, a *dirAttrs) bool {
+	next := w.ns.crossMounts(location{cur.mnt, e.child})
+	if next.mnt == cur.mnt {
+		*cur = next
+		if a != nil {
+			a.of(e)
+		}
+		return true
 	}
-	for i = j; i < len(path) && path[i] != '/'; i++ {
+	if w.rflags&unix.RESOLVE_NO_XDEV != 0 || !isDir(next.node) {
+		return false
 	}
-	return j, i
+	*cur = next
+	if a != nil {
+		a.of(nil) // e described the covered node
+	}
+	return true
 }
 
 // searchable is the search check's quick yes for directory n: true when
@@ -95,4 +111,14 @@ func (a *dirAttrs) searchable(n Node) bool {
 		a.known = true
 	}
 	return a.mode&0o111 == 0o111
+}
+
+// of sets a to the attributes of the child e describes, when its
+// PermAttrer can tell them without a Stat (e nil: unknown yet).
+func (a *dirAttrs) of(e *dentry) {
+	a.known = false
+	if e != nil && e.perm != nil {
+		a.mode, a.uid, a.gid = e.perm.PermAttrs()
+		a.known = true
+	}
 }
