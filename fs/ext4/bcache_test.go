@@ -186,8 +186,11 @@ func TestExt4LoopRebind(t *testing.T) {
 
 // TestBufferCacheCorpusMemory walks every e2fsprogs image
 // (IOVFS_E2FS_CORPUS) mounted with a small buffer cache and with the
-// default one: the cache never holds more than its budget. It logs the
-// largest peak.
+// default one: the cache never holds more than its budget, nor do the
+// mount's parsed directory listings (listcache.go), so the two together
+// hold at most twice the budget. It logs the largest peaks: of each, and
+// of their sum (an upper bound of the mount's peak, as the two peaks need
+// not fall at the same moment).
 func TestBufferCacheCorpusMemory(t *testing.T) {
 	dir := os.Getenv("IOVFS_E2FS_CORPUS")
 	if dir == "" {
@@ -203,8 +206,8 @@ func TestBufferCacheCorpusMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	walked := 0
-	var maxPeak [2]int64
-	var maxName [2]string
+	var maxPeak, maxList, maxSum [2]int64
+	var maxName, listName, sumName [2]string
 	for _, e := range ents {
 		if !e.IsDir() {
 			continue
@@ -243,6 +246,16 @@ func TestBufferCacheCorpusMemory(t *testing.T) {
 			if st.Peak > maxPeak[i] {
 				maxPeak[i], maxName[i] = st.Peak, e.Name()
 			}
+			ls := fs.ListingStats()
+			if ls.Limit != st.Limit || ls.Peak > ls.Limit || ls.Bytes > ls.Limit {
+				t.Errorf("%s %q: listings peak %d, now %d bytes, limit %d (buffer cache's %d)", e.Name(), opts, ls.Peak, ls.Bytes, ls.Limit, st.Limit)
+			}
+			if ls.Peak > maxList[i] {
+				maxList[i], listName[i] = ls.Peak, e.Name()
+			}
+			if sum := st.Peak + ls.Peak; sum > maxSum[i] {
+				maxSum[i], sumName[i] = sum, e.Name()
+			}
 			if i == 0 {
 				walked++
 			}
@@ -259,4 +272,8 @@ func TestBufferCacheCorpusMemory(t *testing.T) {
 	}
 	t.Logf("%d images walked; largest buffer-cache peak: %d bytes with bcache=64K (%s), %d bytes with the default budget (%s)",
 		walked, maxPeak[0], maxName[0], maxPeak[1], maxName[1])
+	t.Logf("largest listings peak: %d bytes with bcache=64K (%s), %d with the default budget (%s)",
+		maxList[0], listName[0], maxList[1], listName[1])
+	t.Logf("largest buffer-cache + listings peak per mount: %d bytes with bcache=64K (%s), %d with the default budget (%s)",
+		maxSum[0], sumName[0], maxSum[1], sumName[1])
 }
