@@ -41,8 +41,8 @@ type dirList struct {
 	cost int64 // what it is charged (listCost)
 }
 
-// unlisted marks a directory that is listed from its blocks: inline, or
-// over the budget.
+// unlisted marks a directory that is listed from its blocks: inline, over
+// the budget, or with a block that failed to read or check.
 var unlisted = new(dirList)
 
 type listEnt struct {
@@ -113,7 +113,11 @@ func (d *dirNode) cachedList() *dirList {
 	}
 	l, err := fs.vol.parseList(in)
 	if err != nil {
-		return nil // the uncached path reports the error
+		// The block path reports the error where it meets it, after
+		// the entries before it, as before; and no later getdents
+		// parses the whole directory again to fail again.
+		d.list.CompareAndSwap(nil, unlisted)
+		return nil
 	}
 	if !fs.lists.charge(l.cost, fs.listLimit) {
 		d.list.CompareAndSwap(nil, unlisted) // listings are never freed while mounted
