@@ -253,16 +253,18 @@ func (w *walker) step(cur location, name string, follow bool) (location, error) 
 // stepKind is step, and also returns the dentry that describes the
 // result (its kind and perm), or nil.
 func (w *walker) stepKind(cur location, name string, follow bool) (location, *dentry, error) {
-	if e := w.ns.dcache.hit(cur.node, name); e != nil {
-		// The cached step, RCU-walk's: no name checks (no dentry
-		// holds a name they would refuse), no type assertion.
-		if e.child == nil {
-			return location{}, nil, errENOENT
+	if c := &w.ns.dcache; !c.off {
+		if e := c.hit(cur.node, name); e != nil {
+			// The cached step, RCU-walk's: no name checks (no dentry
+			// holds a name they would refuse), no type assertion.
+			if e.child == nil {
+				return location{}, nil, errENOENT
+			}
+			if w.ns.mountBits[e.cfw&3].Load()&e.cfb == 0 && (!follow || e.kind&kindLink == 0) {
+				return location{cur.mnt, e.child}, e, nil // no mount on it, no link to follow
+			}
+			return w.mounted(cur, e.child, e, follow)
 		}
-		if w.ns.mountBits[e.cfw&3].Load()&e.cfb == 0 && (!follow || e.kind&kindLink == 0) {
-			return location{cur.mnt, e.child}, e, nil // no mount on it, no link to follow
-		}
-		return w.mounted(cur, e.child, e, follow)
 	}
 	switch name {
 	case "", ".":
