@@ -29,6 +29,8 @@ package ext4
 // second CompareAndSwap fails and its bytes are not charged).
 
 import (
+	"cmp"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -167,12 +169,12 @@ func (v *Volume) parseList(in *Inode) (*dirList, error) {
 
 // read is ReadDir from a cached listing: the entries starting at or
 // after off, as walkEntries reports them.
+// The entries are in offset order (scanDir's), so a getdents that resumes
+// inside a large directory finds its first entry by binary search.
 func (l *dirList) read(off int64, fn func(vfs.Dirent) bool) {
-	for i := range l.ents {
+	i, _ := slices.BinarySearchFunc(l.ents, off, func(e listEnt, off int64) int { return cmp.Compare(e.at, off) })
+	for ; i < len(l.ents); i++ {
 		e := &l.ents[i]
-		if e.at < off {
-			continue
-		}
 		if !fn(vfs.Dirent{Name: e.name, Ino: uint64(e.ino), Type: e.typ, Off: e.next}) {
 			return
 		}
