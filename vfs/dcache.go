@@ -7,7 +7,8 @@ package vfs
 // is a directory, whether a symlink, its PermAttrer: a node's file type is
 // fixed). The walk still applies its own checks to every node it reaches
 // (permission checks on attributes read live, symlinks, and mounts, which
-// it looks up in the mount table on every step), so a cached walk sees
+// it asks the mount filter about on every step, and the mount table when
+// the filter does not rule a mount out), so a cached walk sees
 // the same mounts and makes the same permission decisions as an uncached
 // one. ".." is never cached (parentOf asks the file system).
 //
