@@ -31,6 +31,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iovfs/iovfs/block"
 	"github.com/iovfs/iovfs/fs/ext4"
 	"github.com/iovfs/iovfs/vfs"
 )
@@ -429,11 +430,14 @@ func walkVFS(opt string, cold bool) func(Params, any) (Op, error) {
 		}
 		walk := func() (int, error) { return WalkVFS(p, "/mnt") }
 		name := map[string]string{"": "iovfs", "dax": "dax", "bcache=0": "nocache"}[opt] + map[bool]string{true: "-cold", false: "-warm"}[cold]
+		// record describes the caches over the last Run: since the mount
+		// for a cold walk, since the Run began for warm ones.
+		var since walkCounters
 		record := func() {
 			if fs == nil {
 				return
 			}
-			env.stats[name] = walkCacheStats(ns, fs)
+			env.stats[name] = walkCacheStats(since, walkSnapshot(ns, fs), fs.DAX())
 		}
 		if cold {
 			return Op{
@@ -442,6 +446,7 @@ func walkVFS(opt string, cold bool) func(Params, any) (Op, error) {
 						if err := mount(); err != nil {
 							return err
 						}
+						since = walkCounters{d: ns.DentryCacheStats()}
 						err := walkCheck(1, env.entries+1, walk)
 						record()
 						if uerr := p.Unmount("/mnt", 0); err == nil {
@@ -462,35 +467,65 @@ func walkVFS(opt string, cold bool) func(Params, any) (Op, error) {
 			return Op{}, err
 		}
 		return Op{
-			Run: func(n int) error { return walkCheck(n, env.entries+1, walk) },
-			Close: func() error {
+			Run: func(n int) error {
+				since = walkSnapshot(ns, fs)
+				err := walkCheck(n, env.entries+1, walk)
 				record()
-				return p.Unmount("/mnt", 0)
+				return err
 			},
+			Close: func() error { return p.Unmount("/mnt", 0) },
 		}, nil
 	}
 }
 
-// walkCacheStats describes the caches of ns and fs after a walk.
-func walkCacheStats(ns *vfs.Namespace, fs *ext4.FS) string {
+// walkCounters are the cache counters of a walk's namespace and mount
+// at one moment.
+type walkCounters struct {
+	d   vfs.DentryCacheStats
+	b   block.CacheStats
+	bok bool
+	l   ext4.ListingStats
+}
+
+func walkSnapshot(ns *vfs.Namespace, fs *ext4.FS) walkCounters {
+	c := walkCounters{d: ns.DentryCacheStats(), l: fs.ListingStats()}
+	c.b, c.bok = fs.Volume().CacheStats()
+	return c
+}
+
+// walkCacheStats describes the caches of ns and fs after a walk: their
+// sizes at the end (after), and the lookups and hit rates between before
+// and after.
+func walkCacheStats(before, after walkCounters, dax bool) string {
 	var b strings.Builder
-	d := ns.DentryCacheStats()
+	rate := func(hits, all uint64) float64 { return 100 * float64(hits) / float64(max(all, 1)) }
+	d, d0 := after.d, before.d
 	if d.Limit > 1 {
-		look := d.Hits + d.NegHits + d.Misses
+		hits := d.Hits + d.NegHits - d0.Hits - d0.NegHits
+		look := hits + d.Misses - d0.Misses
 		fmt.Fprintf(&b, "dentry cache: %d entries (limit %d), %d lookups, hit rate %.1f%%, %d evictions",
-			d.Entries, d.Limit, look, 100*float64(d.Hits+d.NegHits)/float64(max(look, 1)), d.Evictions)
+			d.Entries, d.Limit, look, rate(hits, look), d.Evictions-d0.Evictions)
 	} else {
 		b.WriteString("dentry cache: off")
 	}
-	if st, ok := fs.Volume().CacheStats(); ok {
-		look := st.Hits + st.Misses
+	if st, st0 := after.b, before.b; after.bok {
+		hits := st.Hits - st0.Hits
+		look := hits + st.Misses - st0.Misses
 		fmt.Fprintf(&b, "; buffer cache: %d blocks, %.1f MiB (peak %.1f, limit %.1f MiB), %d gets, hit rate %.1f%%, %d evictions",
 			st.Blocks, float64(st.Bytes)/(1<<20), float64(st.Peak)/(1<<20), float64(st.Limit)/(1<<20), look,
-			100*float64(st.Hits)/float64(max(look, 1)), st.Evictions)
-	} else if fs.DAX() {
+			rate(hits, look), st.Evictions-st0.Evictions)
+	} else if dax {
 		b.WriteString("; buffer cache: none (dax: metadata from device memory)")
 	} else {
 		b.WriteString("; buffer cache: off")
+	}
+	if l, l0 := after.l, before.l; l.Limit > 0 {
+		hits := l.Hits - l0.Hits
+		look := hits + l.Misses - l0.Misses
+		fmt.Fprintf(&b, "; listings: %d directories, %.2f MiB (peak %.2f, limit %.1f MiB), %d getdents, hit rate %.1f%%",
+			l.Listings, float64(l.Bytes)/(1<<20), float64(l.Peak)/(1<<20), float64(l.Limit)/(1<<20), look, rate(hits, look))
+	} else {
+		b.WriteString("; listings: off")
 	}
 	return b.String()
 }

@@ -7,7 +7,8 @@ package vfs
 // is a directory, whether a symlink, its PermAttrer: a node's file type is
 // fixed). The walk still applies its own checks to every node it reaches
 // (permission checks on attributes read live, symlinks, and mounts, which
-// it looks up in the mount table on every step), so a cached walk sees
+// it asks the mount filter about on every step, and the mount table when
+// the filter does not rule a mount out), so a cached walk sees
 // the same mounts and makes the same permission decisions as an uncached
 // one. ".." is never cached (parentOf asks the file system).
 //
@@ -128,18 +129,26 @@ type dentry struct {
 	// dirw is dir's interface words (type, pointer): the key compare,
 	// without runtime.ifaceeq. dir keeps the object alive, so no other
 	// node can have the same words while the dentry exists.
-	dirw  iwords
-	nlen  int
-	short [dcShortName]byte // the name, if it fits
-	name  string            // the name, if it does not
+	dirw iwords
+	nlen int
+	// w0, w1 are nameWords of a name up to 16 bytes: a hit compares
+	// them with the words the hash was made of, not the bytes.
+	w0, w1 uint64
+	short  [dcShortName]byte // the name, if it fits
+	name   string            // the name, if it does not
 
 	dir   Node
-	child Node       // nil for a negative dentry
-	kind  nodeKind   // child's, which never changes (an inode's type is fixed)
-	perm  PermAttrer // child's, if it has one: the search check's attributes
-	fs    FileSystem
-	reval Revalidator // dir's, if it has one
-	ref   atomic.Bool
+	child Node     // nil for a negative dentry
+	kind  nodeKind // child's, which never changes (an inode's type is fixed)
+	// cstripe is the stripe of child as a directory, and cfw, cfb its
+	// word and bit in the mount filter (mountfilter.go): what the next
+	// step of a cached walk would compute from child's pointer.
+	cstripe, cfw uint8
+	cfb          uint64
+	perm         PermAttrer // child's, if it has one: the search check's attributes
+	fs           FileSystem
+	reval        Revalidator // dir's, if it has one
+	ref          atomic.Bool
 	// prev and rnext link the shard's ring, under its mu.
 	prev, rnext *dentry
 }
@@ -184,6 +193,9 @@ func nameWords(b []byte) (uint64, uint64) {
 // path it was cut from alive either way).
 func (e *dentry) setName(name string) {
 	e.nlen = len(name)
+	if len(name) <= 16 {
+		e.w0, e.w1 = nameWords(unsafe.Slice(unsafe.StringData(name), len(name)))
+	}
 	if len(name) <= dcShortName {
 		copy(e.short[:], name)
 		return
@@ -286,12 +298,21 @@ func (c *dcache) hash(dir Node, name string) (uint64, uintptr) {
 		return mix(w) ^ maphash.String(c.seed, name), w
 	}
 	lo, hi := nameWords(unsafe.Slice(unsafe.StringData(name), n))
-	return mix(uint64(w)^c.k0^lo) ^ mix(hi^c.k1^uint64(n)<<56), w
+	return c.hashWords(w, lo, hi, n), w
+}
+
+// hashWords is hash of a name of n <= 16 bytes whose nameWords are lo
+// and hi.
+func (c *dcache) hashWords(w uintptr, lo, hi uint64, n int) uint64 {
+	return mix(uint64(w)^c.k0^lo) ^ mix(hi^c.k1^uint64(n)<<56)
 }
 
 func (c *dcache) stripe(w uintptr) *dcStripe {
-	return &c.stripes[mix(w)>>56]
+	return &c.stripes[stripeIndex(w)]
 }
+
+// stripeIndex is the stripe of the directory whose pointer word is w.
+func stripeIndex(w uintptr) uint8 { return uint8(mix(w) >> 56) }
 
 // nodeKind is what the walk asks of every node it reaches, kept in the
 // dentry so that a cached step needs no type assertion: kindKnown, and
@@ -317,6 +338,62 @@ func kindOf(n Node) nodeKind {
 		k |= kindLink
 	}
 	return k
+}
+
+// hit is the cached step of the walk: the dentry of name in directory
+// node if one is cached and usable now (no change active on the stripe,
+// the generation unchanged, Revalidate agreeing), or nil. A negative
+// dentry is returned too (its child is nil). It calls no file system code
+// and needs no Lookuper: a dentry exists only for a directory whose
+// Lookup made it, and a node's type never changes. No dentry holds "",
+// "." or "..", nor a name longer than NAME_MAX: the walk answers those
+// before it calls lookup. A directory with a Revalidator is left to
+// lookup, which revalidates (and drops what Revalidate rejects).
+func (c *dcache) hit(node Node, name string) *dentry {
+	if c.off {
+		return nil
+	}
+	words := ifaceWords(node)
+	return c.probe(words, &c.stripes[stripeIndex(words.data)], name)
+}
+
+// probe is hit in directory words (its interface words), whose stripe is
+// st: hash and find fused, the name's words made once for the hash and
+// the compare.
+func (c *dcache) probe(words iwords, st *dcStripe, name string) *dentry {
+	n := len(name)
+	var h, lo, hi uint64
+	if n <= 16 {
+		lo, hi = nameWords(unsafe.Slice(unsafe.StringData(name), n))
+		h = c.hashWords(words.data, lo, hi, n)
+	} else {
+		h = mix(words.data) ^ maphash.String(c.seed, name)
+	}
+	gen := st.gen.Load()
+	if st.active.Load() != 0 {
+		return nil
+	}
+	e := c.buckets[h&c.mask].Load()
+	for ; e != nil; e = e.next.Load() {
+		if e.hash == h && e.dirw == words && e.nlen == n && e.w0 == lo && e.w1 == hi && (n <= 16 || e.is(name)) {
+			break
+		}
+	}
+	if e == nil || e.reval != nil || st.gen.Load() != gen {
+		return nil
+	}
+	if !e.ref.Load() {
+		e.ref.Store(true)
+	}
+	if c.stats {
+		s := &c.shards[h&c.mask%dcShards]
+		if e.child == nil {
+			s.negHits.Add(1)
+		} else {
+			s.hits.Add(1)
+		}
+	}
+	return e
 }
 
 // lookup is dir.Lookup(name) through the cache; node is dir as a Node
@@ -383,6 +460,12 @@ func (c *dcache) miss(node Node, dir Lookuper, name string, fs FileSystem, h uin
 	}
 	e := &dentry{hash: h, dirw: ifaceWords(node), dir: node, child: child, fs: fs, kind: kindOf(child)}
 	e.perm, _ = child.(PermAttrer)
+	if child != nil {
+		cw := ifaceWords(child).data
+		e.cstripe = stripeIndex(cw)
+		fw, fb := bitOf(cw)
+		e.cfw, e.cfb = uint8(fw), fb
+	}
 	e.setName(name)
 	e.reval, _ = node.(Revalidator)
 	c.insert(s, &c.buckets[h&c.mask], st, gen, e)

@@ -82,6 +82,8 @@ type Namespace struct {
 	// mountedOn scans it rather than hashing a mountKey. It is replaced
 	// after mounts, from the same table; a reader uses one or the other.
 	mountList atomic.Pointer[[]mountEntry]
+	// mountBits is the filter of the table (mountfilter.go).
+	mountBits mountFilter
 
 	nextDev atomic.Uint32
 
@@ -161,6 +163,9 @@ func (ns *Namespace) newDev() uint64 {
 
 // mountedOn returns the mount that covers node in parent, or nil.
 func (ns *Namespace) mountedOn(parent *mount, node Node) *mount {
+	if !ns.mountBits.mayCover(node) {
+		return nil
+	}
 	if l := ns.mountList.Load(); l != nil {
 		w := ifaceWords(node)
 		for i := range *l {
@@ -211,8 +216,10 @@ func (ns *Namespace) update(fn func(map[mountKey]*mount)) {
 		next[k] = v
 	}
 	fn(next)
+	ns.mountBits.add(next)
 	ns.mounts.Store(&next)
 	ns.mountList.Store(listOf(next))
+	ns.mountBits.set(next)
 }
 
 // attach mounts fs on the directory dir of mount parent, on top of any

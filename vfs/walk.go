@@ -147,6 +147,15 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 	known := false
 	stepped := false                              // cur is the result of a step, tested to be a directory
 	check := w.cred != nil && !w.cred.fsCapable() // CAP_DAC_OVERRIDE searches anything
+	if !w.ns.dcache.off {                         // walkcached.go
+		var a dirAttrs
+		ap := &a
+		if !check {
+			ap = nil
+		}
+		stepped = w.cachedPrefix(&cur, &rest, ap)
+		dmode, duid, dgid, known = a.mode, a.uid, a.gid, a.known
+	}
 	for {
 		for len(rest) > 0 && rest[0] == '/' {
 			rest = rest[1:]
@@ -244,6 +253,19 @@ func (w *walker) step(cur location, name string, follow bool) (location, error) 
 // stepKind is step, and also returns the dentry that describes the
 // result (its kind and perm), or nil.
 func (w *walker) stepKind(cur location, name string, follow bool) (location, *dentry, error) {
+	if c := &w.ns.dcache; !c.off {
+		if e := c.hit(cur.node, name); e != nil {
+			// The cached step, RCU-walk's: no name checks (no dentry
+			// holds a name they would refuse), no type assertion.
+			if e.child == nil {
+				return location{}, nil, errENOENT
+			}
+			if w.ns.mountBits[e.cfw&3].Load()&e.cfb == 0 && (!follow || e.kind&kindLink == 0) {
+				return location{cur.mnt, e.child}, e, nil // no mount on it, no link to follow
+			}
+			return w.mounted(cur, e.child, e, follow)
+		}
+	}
 	switch name {
 	case "", ".":
 		return cur, nil, mustDir(cur.node)
@@ -272,12 +294,22 @@ func (w *walker) stepKind(cur location, name string, follow bool) (location, *de
 	if err != nil {
 		return location{}, nil, err
 	}
-	next := w.ns.crossMounts(location{cur.mnt, child})
-	if next.mnt != cur.mnt {
-		if w.rflags&unix.RESOLVE_NO_XDEV != 0 {
-			return location{}, nil, unix.EXDEV
+	return w.mounted(cur, child, e, follow)
+}
+
+// mounted finishes a step from cur to child, which e describes (or nil):
+// it crosses the mounts on child and follows it if it is a symlink and
+// follow is set. The dentry returned describes the result, or is nil.
+func (w *walker) mounted(cur location, child Node, e *dentry, follow bool) (location, *dentry, error) {
+	next := location{cur.mnt, child}
+	if w.ns.mountBits.mayCover(child) {
+		next = w.ns.crossMounts(next)
+		if next.mnt != cur.mnt {
+			if w.rflags&unix.RESOLVE_NO_XDEV != 0 {
+				return location{}, nil, unix.EXDEV
+			}
+			e = nil // it described the covered node, not the mount's root
 		}
-		e = nil // it described the covered node, not the mount's root
 	}
 	if !follow || e != nil && e.kind&kindLink == 0 {
 		return next, e, nil

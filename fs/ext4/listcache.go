@@ -1,20 +1,22 @@
 package ext4
 
-// Parsed listings of one-block directories. A warm walk of a tree of many
-// small directories spends most of its time re-reading and re-parsing
-// their single directory block on every getdents (one 1 KiB block per
-// directory: 63.5 MiB for the 65,000-directory bench tree, more than the
-// default buffer-cache budget, so the blocks thrash). Linux keeps those
-// blocks in the page cache, bounded only by memory. Here a directory of
-// one block keeps, after its first complete listing, the entries it
-// parsed (name, inode, type, offsets): a few dozen bytes for a directory
-// holding only "." and "..", against the 1 KiB block, and no block read,
-// checksum or parse on the next getdents.
+// Parsed directory listings. A warm walk spends most of its getdents
+// time re-reading and re-parsing directory blocks: one 1 KiB block per
+// directory for the 65,000-directory bench tree (63.5 MiB, more than the
+// default buffer-cache budget, so the blocks thrash), several per
+// directory of the nested tree, and 1,600 for the flat tree's root. Linux
+// keeps those blocks in the page cache, bounded only by memory. Here a
+// directory keeps, after its first getdents, the entries it parsed (name,
+// inode, type, offsets; the names in one string): 32 bytes for a
+// directory holding only "." and "..", against its 1 KiB block, and no
+// block read, checksum or parse on the next getdents.
 //
 // Bound: a file system's listings together stay under listLimit bytes
 // (the buffer cache's budget; the default budget for dax mounts; none
-// with bcache=0), counted as listCost. A listing that would pass it is
-// not cached, and that directory keeps reading its block.
+// with bcache=0), counted as listCost of what they hold. A listing that
+// would pass it is not cached, and that directory keeps reading its
+// blocks. Listings are freed at unmount, not evicted. ListingStats
+// reports the bytes, their peak and the hits.
 //
 // Consistency: only read-only mounts have listings (a read-write mount's
 // directories are rwDir, rwmount.go, listed from their blocks), so a
@@ -26,15 +28,23 @@ package ext4
 // pointer, and two getdents racing to fill it store equal listings (the
 // second CompareAndSwap fails and its bytes are not charged).
 
-import "github.com/iovfs/iovfs/vfs"
+import (
+	"cmp"
+	"slices"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/iovfs/iovfs/vfs"
+)
 
 // dirList is a directory's entries without "." and "..", in order.
 type dirList struct {
 	ents []listEnt
+	cost int64 // what it is charged (listCost)
 }
 
-// unlisted marks a directory that is listed from its blocks: more than
-// one block, inline, or over the budget.
+// unlisted marks a directory that is listed from its blocks: inline, over
+// the budget, or with a block that failed to read or check.
 var unlisted = new(dirList)
 
 type listEnt struct {
@@ -45,70 +55,126 @@ type listEnt struct {
 	typ  uint8 // DT_*
 }
 
-// listCost is what a listing of ents holding nameBytes of names is
-// charged: its headers and the name bytes.
+// listCost is what a listing of n entries (room for n) holding nameBytes
+// of names is charged: its header, entries and the name bytes.
 func listCost(n, nameBytes int) int64 {
-	return int64(32 + n*48 + nameBytes)
+	return int64(unsafe.Sizeof(dirList{})) + int64(n)*int64(unsafe.Sizeof(listEnt{})) + int64(nameBytes)
 }
 
-// cachedList returns d's listing, making it if d is a one-block directory
-// and the budget allows; nil if d is listed from its blocks.
+// listCounters are a file system's listing counters.
+type listCounters struct {
+	bytes, peak  atomic.Int64
+	lists        atomic.Int64 // listings held
+	hits, misses atomic.Uint64
+}
+
+// charge adds cost bytes if they fit under limit, and keeps the peak.
+func (c *listCounters) charge(cost, limit int64) bool {
+	n := c.bytes.Add(cost)
+	if n > limit {
+		c.bytes.Add(-cost)
+		return false
+	}
+	for p := c.peak.Load(); n > p && !c.peak.CompareAndSwap(p, n); p = c.peak.Load() {
+	}
+	c.lists.Add(1)
+	return true
+}
+
+// ListingStats are a mount's parsed-listing counters.
+type ListingStats struct {
+	Bytes, Peak, Limit int64  // held now, the most held at once, the bound
+	Listings           int64  // directories holding a listing
+	Hits               uint64 // getdents answered from a listing
+	Misses             uint64 // getdents that read directory blocks (to make a listing, or without one)
+}
+
+// ListingStats returns the mount's listing counters.
+func (fs *FS) ListingStats() ListingStats {
+	c := &fs.lists
+	return ListingStats{Bytes: c.bytes.Load(), Peak: c.peak.Load(), Limit: fs.listLimit,
+		Listings: c.lists.Load(), Hits: c.hits.Load(), Misses: c.misses.Load()}
+}
+
+// cachedList returns d's listing, making it if the budget allows; nil if
+// d is listed from its blocks.
 func (d *dirNode) cachedList() *dirList {
 	if l := d.list.Load(); l != nil {
 		if l == unlisted {
+			d.fs.lists.misses.Add(1)
 			return nil
 		}
+		d.fs.lists.hits.Add(1)
 		return l
 	}
-	fs, in, v := d.fs, d.in, d.fs.vol
-	if fs.listLimit <= 0 || in.Flags&FlagInlineData != 0 || v.dirBlocks(in) != 1 {
+	fs, in := d.fs, d.in
+	fs.lists.misses.Add(1) // this getdents reads blocks, to make a listing or without one
+	if fs.listLimit <= 0 || in.Flags&FlagInlineData != 0 {
 		d.list.CompareAndSwap(nil, unlisted)
 		return nil
 	}
-	bp := v.getBuf()
-	defer v.putBuf(bp)
-	b := (*bp)[:v.bs]
-	var c ExtentCache
-	if hole, _, err := v.dirBlock(in, &c, 0, b); err != nil || hole {
-		return nil // the uncached path reports the error
-	}
-	var ents []listEnt
-	names := 0
-	_, err := v.walkEntries(in, b, 0, 0, func(name []byte, ino uint32, ft uint8, next int64) bool {
-		if string(name) == "." || string(name) == ".." {
-			return true // as ReadDirFrom
-		}
-		// name is b[off+8:off+8+name_len]: its capacity tells off.
-		at := int64(cap(b) - cap(name) - 8)
-		ents = append(ents, listEnt{name: string(name), at: at, next: next, ino: ino, typ: dtype(ft)})
-		names += len(name)
-		return true
-	})
+	l, err := fs.vol.parseList(in)
 	if err != nil {
+		// The block path reports the error where it meets it, after
+		// the entries before it, as before; and no later getdents
+		// parses the whole directory again to fail again.
+		d.list.CompareAndSwap(nil, unlisted)
 		return nil
 	}
-	l := &dirList{ents: ents}
-	cost := listCost(len(ents), names)
-	if fs.listBytes.Add(cost) > fs.listLimit {
-		fs.listBytes.Add(-cost)
+	if !fs.lists.charge(l.cost, fs.listLimit) {
 		d.list.CompareAndSwap(nil, unlisted) // listings are never freed while mounted
 		return nil
 	}
-	if !d.list.CompareAndSwap(nil, l) {
-		fs.listBytes.Add(-cost)
-		return d.cachedList()
+	if !d.list.CompareAndSwap(nil, l) { // another getdents stored one
+		fs.lists.bytes.Add(-l.cost)
+		fs.lists.lists.Add(-1)
+		return d.list.Load()
 	}
 	return l
 }
 
+// parseList reads every block of directory in, as scanDir does (the same
+// checks), and returns its entries but "." and "..".
+func (v *Volume) parseList(in *Inode) (*dirList, error) {
+	type pending struct {
+		listEnt
+		off, n int // the name in names
+	}
+	var ents []pending
+	var names []byte
+	_, err := v.scanDir(in, 0, func(name []byte, ino uint32, ft uint8, next int64) bool {
+		if string(name) == "." || string(name) == ".." {
+			return true // as ReadDirFrom
+		}
+		// The entry's header is the 8 bytes before its name, and it
+		// ends at next: at is next less its rec_len, read there.
+		hdr := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(name)), -8)), 8)
+		at := next - int64(v.recLen(le16(hdr, 4)))
+		ents = append(ents, pending{listEnt{at: at, next: next, ino: ino, typ: dtype(ft)}, len(names), len(name)})
+		names = append(names, name...)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	all := string(names)
+	l := &dirList{ents: make([]listEnt, len(ents))}
+	for i := range ents {
+		l.ents[i] = ents[i].listEnt
+		l.ents[i].name = all[ents[i].off : ents[i].off+ents[i].n]
+	}
+	l.cost = listCost(len(l.ents), len(all))
+	return l, nil
+}
+
 // read is ReadDir from a cached listing: the entries starting at or
 // after off, as walkEntries reports them.
+// The entries are in offset order (scanDir's), so a getdents that resumes
+// inside a large directory finds its first entry by binary search.
 func (l *dirList) read(off int64, fn func(vfs.Dirent) bool) {
-	for i := range l.ents {
+	i, _ := slices.BinarySearchFunc(l.ents, off, func(e listEnt, off int64) int { return cmp.Compare(e.at, off) })
+	for ; i < len(l.ents); i++ {
 		e := &l.ents[i]
-		if e.at < off {
-			continue
-		}
 		if !fn(vfs.Dirent{Name: e.name, Ino: uint64(e.ino), Type: e.typ, Off: e.next}) {
 			return
 		}

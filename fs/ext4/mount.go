@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -270,10 +269,10 @@ type FS struct {
 
 	statfs statfsCache // statfs.go
 
-	// listLimit bounds the bytes of parsed directory listings, listBytes
+	// listLimit bounds the bytes of parsed directory listings, lists
 	// counts them (listcache.go).
 	listLimit int64
-	listBytes atomic.Int64
+	lists     listCounters
 
 	shutdown sync.Once
 }
