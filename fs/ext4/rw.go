@@ -141,6 +141,9 @@ type Writer struct {
 	dirs   map[uint32]*wdir // name indexes of directories (rwdir.go)
 	held   map[uint32]int   // open counts (Hold)
 	orphan map[uint32]bool  // unlinked while held: freed at the last Unhold
+	xp     xpath            // the extent path of the running change (rwextent.go)
+	dbuf   []byte           // one block: partial data blocks (rwfile.go)
+	iraw   []byte           // the inode of the running WriteAt/ReadAt
 
 	// appendMu serialises Append's size read and write; taken before mu.
 	appendMu sync.Mutex
