@@ -53,7 +53,12 @@ var rwFeatureSets = []struct{ name, opts string }{
 
 func mkfsRW(t testing.TB, img string, sizeMiB int, features string) {
 	t.Helper()
-	args := []string{"-q", "-F", "-t", "ext4", "-b", "4096", "-E", "lazy_itable_init=1"}
+	mkfsRWBlock(t, img, sizeMiB, features, 4096)
+}
+
+func mkfsRWBlock(t testing.TB, img string, sizeMiB int, features string, bs int) {
+	t.Helper()
+	args := []string{"-q", "-F", "-t", "ext4", "-b", strconv.Itoa(bs), "-E", "lazy_itable_init=1"}
 	if features != "" {
 		args = append(args, "-O", features)
 	}
@@ -309,7 +314,9 @@ func runSequence(t *testing.T, r *rand.Rand, ops int, k, x rwTarget, seen map[st
 		var desc string
 		var ek, ex error
 		var nk, nx int
-		switch op := r.Intn(21); {
+		switch op := r.Intn(23); {
+		case op >= 21:
+			desc, ek, ex = fallocOp(r, p, k, x, 300<<10)
 		case op < 3:
 			desc = "create " + p
 			ek, ex = k.create(p, 0644), x.create(p, 0644)

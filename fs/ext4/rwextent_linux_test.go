@@ -1,0 +1,323 @@
+package ext4
+
+// Extent trees of any depth, unwritten extents and fallocate, against the
+// host kernel's ext4: scattered small writes, punches and fallocates on a
+// few files (1 KiB blocks: a leaf holds 84 extents, so trees grow to depth
+// 2 within a sequence) applied to a kernel read-write loop mount and to the
+// Writer; every result must match; then e2fsck -fn on the Writer's image,
+// and the tree, contents and FIEMAP logical maps (with unwritten flags) of
+// a kernel mount of each image must be equal.
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+func (k kernelTarget) fallocate(p string, mode uint32, off, n int64) error {
+	fd, err := unix.Open(k.abs(p), unix.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fallocate(fd, mode, off, n)
+}
+
+func (x writerTarget) fallocate(p string, mode uint32, off, n int64) error {
+	ino, err := x.final(p)
+	if err != nil {
+		return err
+	}
+	return x.w.Fallocate(ino, mode, off, n)
+}
+
+type fallocTarget interface {
+	fallocate(p string, mode uint32, off, n int64) error
+}
+
+var fallocModes = []uint32{
+	0,
+	unix.FALLOC_FL_KEEP_SIZE,
+	unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_KEEP_SIZE,
+	unix.FALLOC_FL_ZERO_RANGE,
+	unix.FALLOC_FL_ZERO_RANGE | unix.FALLOC_FL_KEEP_SIZE,
+}
+
+// fallocOp is runSequence's fallocate operation: a random mode over a
+// random range (block-aligned a third of the time) within span bytes.
+func fallocOp(r *rand.Rand, p string, k, x rwTarget, span int64) (string, error, error) {
+	mode := fallocModes[r.Intn(len(fallocModes))]
+	off, n := r.Int63n(span), 1+r.Int63n(span/4)
+	if r.Intn(3) == 0 {
+		off, n = off&^4095, (n+4095)&^4095
+	}
+	desc := fmt.Sprintf("fallocate %s %#x %d+%d", p, mode, off, n)
+	return desc, k.(fallocTarget).fallocate(p, mode, off, n), x.(fallocTarget).fallocate(p, mode, off, n)
+}
+
+// fiemap lists p's mapped logical ranges with FIEMAP, adjacent ranges of
+// the same state joined (the physical layout is the allocator's), as
+// "start+len" with a "u" suffix for unwritten ones.
+func fiemap(t *testing.T, p string) []string {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const count = 256
+	type extent struct {
+		logical, physical, length uint64
+		_                         [2]uint64
+		flags                     uint32
+		_                         [3]uint32
+	}
+	type req struct {
+		start, length                uint64
+		flags, mapped, count, unused uint32
+		ext                          [count]extent
+	}
+	var out []string
+	var curStart, curEnd uint64
+	curU, have := false, false
+	flush := func() {
+		if have {
+			s := fmt.Sprintf("%d+%d", curStart, curEnd-curStart)
+			if curU {
+				s += "u"
+			}
+			out = append(out, s)
+		}
+	}
+	for start := uint64(0); ; {
+		q := &req{start: start, length: ^uint64(0) - start, flags: 1, count: count} // FIEMAP_FLAG_SYNC
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, f.Fd(), 0xC020660B, uintptr(unsafe.Pointer(q))); e != 0 {
+			t.Fatalf("FIEMAP %s: %v", p, e)
+		}
+		if q.mapped == 0 {
+			break
+		}
+		last := false
+		for _, e := range q.ext[:q.mapped] {
+			u := e.flags&0x800 != 0
+			if have && e.logical == curEnd && u == curU {
+				curEnd += e.length
+			} else {
+				flush()
+				curStart, curEnd, curU, have = e.logical, e.logical+e.length, u, true
+			}
+			start = e.logical + e.length
+			last = last || e.flags&1 != 0
+		}
+		if last {
+			break
+		}
+	}
+	flush()
+	return out
+}
+
+// extentTree lists the regular files under root with their FIEMAP maps.
+func extentMaps(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			rel, _ := filepath.Rel(root, p)
+			out[rel] = strings.Join(fiemap(t, p), " ")
+		}
+		return nil
+	})
+	return out
+}
+
+// maxDepth is the deepest extent tree among the files of names.
+func maxDepth(t *testing.T, x writerTarget, names []string) (depth int) {
+	for _, p := range names {
+		ino, err := x.final(p)
+		if err != nil {
+			continue
+		}
+		x.w.mu.Lock()
+		raw, err := x.w.getInode(ino)
+		x.w.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		depth = max(depth, int(le16(raw, 0x28+6)))
+	}
+	return depth
+}
+
+var deepNames = []string{"f1", "f2", "d/f3"}
+
+// runDeepSequence applies ops operations of a mix made to grow deep
+// extent trees: bursts of one-block writes at scattered even blocks,
+// punches, fallocates, zero ranges, some long writes, truncates and
+// recreations, over the files of deepNames.
+func runDeepSequence(t *testing.T, r *rand.Rand, ops int, bs int64, k, x rwTarget, seen map[string]int) {
+	t.Helper()
+	span := 4096 * bs // bytes each file's operations spread over
+	check := func(i int, desc string, nk, nx int, ek, ex error) {
+		t.Helper()
+		if errnoOf(ek) != errnoOf(ex) || nk != nx {
+			t.Fatalf("op %d %s: kernel (%d, %v), iovfs (%d, %v)", i, desc, nk, ek, nx, ex)
+		}
+		name := "ok"
+		if ek != nil {
+			name = unix.ErrnoName(errnoOf(ek))
+		}
+		seen[strings.Fields(desc)[0]+":"+name]++
+	}
+	for i := 0; i < ops; i++ {
+		p := deepNames[r.Intn(len(deepNames))]
+		switch op := r.Intn(20); {
+		case op < 9:
+			for j := 0; j < 16; j++ {
+				off := r.Int63n(span/bs/2)*2*bs + r.Int63n(bs/2)
+				data := bytes.Repeat([]byte{byte(1 + r.Intn(255))}, 1+r.Intn(int(bs)))
+				nk, ek := k.write(p, off, data)
+				nx, ex := x.write(p, off, data)
+				check(i, fmt.Sprintf("write %s %d+%d", p, off, len(data)), nk, nx, ek, ex)
+			}
+		case op < 11:
+			off, n := r.Int63n(span), 1+r.Int63n(8*bs)
+			desc := fmt.Sprintf("punch %s %d+%d", p, off, n)
+			mode := uint32(unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_KEEP_SIZE)
+			check(i, desc, 0, 0, k.(fallocTarget).fallocate(p, mode, off, n), x.(fallocTarget).fallocate(p, mode, off, n))
+		case op < 15:
+			desc, ek, ex := fallocOp(r, p, k, x, span)
+			check(i, desc, 0, 0, ek, ex)
+		case op < 16:
+			off := r.Int63n(span)
+			data := bytes.Repeat([]byte{byte(1 + r.Intn(255))}, 1+r.Intn(int(40*bs)))
+			nk, ek := k.write(p, off, data)
+			nx, ex := x.write(p, off, data)
+			check(i, fmt.Sprintf("write %s %d+%d", p, off, len(data)), nk, nx, ek, ex)
+		case op < 18:
+			size := r.Int63n(span + span/4)
+			if r.Intn(4) != 0 {
+				size = span + r.Int63n(span/4) // past the scattered blocks
+			}
+			check(i, fmt.Sprintf("truncate %s %d", p, size), 0, 0, k.truncate(p, size), x.truncate(p, size))
+		case op < 19:
+			if r.Intn(4) == 0 {
+				check(i, "unlink "+p, 0, 0, k.unlink(p), x.unlink(p))
+			}
+		default:
+			if r.Intn(2) == 0 {
+				check(i, "mkdir d", 0, 0, k.mkdir("d", 0o755), x.mkdir("d", 0o755))
+			}
+			check(i, "create "+p, 0, 0, k.create(p, 0o644), x.create(p, 0o644))
+		}
+	}
+}
+
+// deepFeatureSets are the images the deep-tree sequences run on.
+var deepFeatureSets = []struct {
+	name, opts string
+	bs         int
+}{
+	{"ext4-1k", "", 1024},
+	{"ext4-1k-nocsum-32bit", "^metadata_csum,^64bit,uninit_bg", 1024},
+	{"ext4-4k", "", 4096},
+}
+
+// TestWriterExtentDifferential: see the file comment.
+// IOVFS_EXT4RW_SEQS=200 runs 200 sequences of 500 operations per set.
+func TestWriterExtentDifferential(t *testing.T) {
+	needRoot(t)
+	needMke2fs(t)
+	seqs, ops := 4, 300
+	if testing.Short() || rwRace {
+		seqs, ops = 1, 200
+	}
+	if s := os.Getenv("IOVFS_EXT4RW_SEQS"); s != "" {
+		seqs, _ = strconv.Atoi(s)
+		ops = 500
+	}
+	umask := uint32(syscall.Umask(0))
+	syscall.Umask(int(umask))
+	for _, fs := range deepFeatureSets {
+		t.Run(fs.name, func(t *testing.T) {
+			dir := t.TempDir()
+			base := filepath.Join(dir, "base.img")
+			mkfsRWBlock(t, base, 64, fs.opts, fs.bs)
+			orig, err := os.ReadFile(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			depths := map[int]int{}
+			for s := 0; s < seqs; s++ {
+				seed := int64(s*7919 + fs.bs + len(fs.name))
+				kimg := filepath.Join(dir, "k.img")
+				if err := os.WriteFile(kimg, orig, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				mnt, um := kmount(t, kimg, "rw")
+				dev := memWDev(bytes.Clone(orig))
+				w, err := OpenWriter(dev, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.Batch = true
+				k, x := kernelTarget{mnt}, writerTarget{w, umask}
+				k.mkdir("d", 0o755)
+				x.mkdir("d", 0o755)
+				for _, p := range deepNames {
+					k.create(p, 0o644)
+					x.create(p, 0o644)
+				}
+				runDeepSequence(t, rand.New(rand.NewSource(seed)), ops, int64(fs.bs), k, x, seen)
+				depths[maxDepth(t, x, deepNames)]++
+				um()
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				// The kernel's side is read from a fresh mount too, so
+				// neither has page-cache state (unwritten blocks with
+				// cached pages count as data for SEEK_DATA).
+				km, kum := kmount(t, kimg, "ro,noload")
+				want, wantMaps := treeOf(t, km), extentMaps(t, km)
+				kum()
+				wimg := filepath.Join(dir, "w.img")
+				if err := os.WriteFile(wimg, dev, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				e2fsckClean(t, wimg)
+				wm, wum := kmount(t, wimg, "ro,noload")
+				got, gotMaps := treeOf(t, wm), extentMaps(t, wm)
+				wum()
+				diffTrees(t, want, got)
+				diffTrees(t, wantMaps, gotMaps)
+				if t.Failed() {
+					t.Fatalf("sequence %d (seed %d) diverged", s, seed)
+				}
+			}
+			keys := make([]string, 0, len(seen))
+			for k := range seen {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			var sb strings.Builder
+			for _, k := range keys {
+				fmt.Fprintf(&sb, " %s=%d", k, seen[k])
+			}
+			if fs.bs == 1024 && depths[0]+depths[1] == seqs {
+				t.Errorf("no sequence grew a tree of depth 2: %v", depths)
+			}
+			t.Logf("%d sequences of %d operations: 0 divergences, e2fsck clean; deepest tree per sequence (depth: count) %v; results:%s", seqs, ops, depths, sb.String())
+		})
+	}
+}
