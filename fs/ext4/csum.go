@@ -13,10 +13,15 @@ func crc32c(crc uint32, p []byte) uint32 {
 	return ^crc32.Update(^crc, castagnoli, p)
 }
 
+// crc32cU32 is crc32c over v's four little-endian bytes, by the table: a
+// slice of a local array passed to hash/crc32 would escape to the heap,
+// and this runs on every inode and extent block checksum of a write.
 func crc32cU32(crc, v uint32) uint32 {
-	var b [4]byte
-	binary.LittleEndian.PutUint32(b[:], v)
-	return crc32c(crc, b[:])
+	for i := 0; i < 4; i++ {
+		crc = castagnoli[byte(crc)^byte(v)] ^ crc>>8
+		v >>= 8
+	}
+	return crc
 }
 
 var zero8 [8]byte

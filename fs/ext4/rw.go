@@ -339,7 +339,7 @@ func (w *Writer) writeDesc(g uint32) error {
 	binary.LittleEndian.PutUint32(le[:], g)
 	switch {
 	case v.rocompat&rocompatMetadataCsum != 0:
-		c := crc32c(v.csumSeed, le[:])
+		c := crc32cU32(v.csumSeed, g)
 		c = crc32c(c, d[:0x1E])
 		c = crc32c(c, zero8[:2])
 		c = crc32c(c, d[0x20:])
