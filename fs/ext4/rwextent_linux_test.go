@@ -19,6 +19,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -320,4 +321,100 @@ func TestWriterExtentDifferential(t *testing.T) {
 			t.Logf("%d sequences of %d operations: 0 divergences, e2fsck clean; deepest tree per sequence (depth: count) %v; results:%s", seqs, ops, depths, sb.String())
 		})
 	}
+}
+
+// TestWriterHugeExtentTree writes a file of 100,000 one-block extents
+// (1 KiB blocks: a tree of depth 3), which the kernel must read back with
+// the same contents and FIEMAP map, e2fsck -fn must find clean; then a
+// punch through thousands of leaves and a truncate, checked the same way.
+// 30,000 extents (still depth 3) under -short and -race.
+func TestWriterHugeExtentTree(t *testing.T) {
+	needRoot(t)
+	needMke2fs(t)
+	n := 100_000
+	if testing.Short() || rwRace {
+		n = 30_000
+	}
+	dir := t.TempDir()
+	img := filepath.Join(dir, "huge.img")
+	mkfsRWBlock(t, img, 256, "", 1024)
+	orig, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := memWDev(orig)
+	w, err := OpenWriter(dev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Batch, w.CommitInterval = true, time.Hour
+	ino, err := w.Create(rootIno, "big", 0o644, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := make([]byte, 1024)
+	pattern := func(i int) byte { return byte(i%251 + 1) }
+	for i := 0; i < n; i++ {
+		for j := range blk {
+			blk[j] = pattern(i)
+		}
+		if k, err := w.WriteAt(ino, blk, int64(2*i)<<10); k != len(blk) || err != nil {
+			t.Fatalf("write %d: %d, %v", i, k, err)
+		}
+	}
+	if d := maxDepth(t, writerTarget{w, 0}, []string{"big"}); d != 3 {
+		t.Errorf("tree depth %d, want 3", d)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check := func(stage string, size int64, mapped func(i int) bool) {
+		t.Helper()
+		if err := os.WriteFile(img, dev, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e2fsckClean(t, img)
+		mnt, um := kmount(t, img, "ro,noload")
+		defer um()
+		got, err := os.ReadFile(filepath.Join(mnt, "big"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(got)) != size {
+			t.Fatalf("%s: kernel reads %d bytes, want %d", stage, len(got), size)
+		}
+		want := 0
+		for i := 0; int64(2*i)<<10 < size; i++ {
+			b := got[int64(2*i)<<10 : min(size, int64(2*i+1)<<10)]
+			c := byte(0)
+			if mapped(i) {
+				c, want = pattern(i), want+1
+			}
+			if b[0] != c || b[len(b)-1] != c {
+				t.Fatalf("%s: block %d reads %d, want %d", stage, 2*i, b[0], c)
+			}
+		}
+		if m := fiemap(t, filepath.Join(mnt, "big")); len(m) != want {
+			t.Fatalf("%s: the kernel maps %d extents, want %d", stage, len(m), want)
+		}
+		t.Logf("%s: kernel read %d bytes and %d extents, e2fsck clean", stage, size, want)
+	}
+	check("written", int64(2*n-1)<<10, func(int) bool { return true })
+
+	w, err = OpenWriter(dev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := n/5, n/2 // punched: extents [lo, hi)
+	if err := w.Fallocate(ino, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(2*lo)<<10, int64(2*(hi-lo))<<10); err != nil {
+		t.Fatal(err)
+	}
+	cut := 3 * n / 4
+	if err := w.Truncate(ino, int64(2*cut)<<10); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("punched and truncated", int64(2*cut)<<10, func(i int) bool { return i < lo || i >= hi })
 }
