@@ -673,11 +673,15 @@ func TestWriterCrash(t *testing.T) {
 	for _, fsets := range []struct {
 		name, opts string
 		batch      bool
-	}{{"ext4-csumv3", "", false}, {"ext4-nocsum", "^metadata_csum,uninit_bg", false}, {"ext4-csumv3-batch", "", true}} {
+	}{{"ext4-csumv3", "", false}, {"ext4-nocsum", "^metadata_csum,uninit_bg", false}, {"ext4-csumv3-batch", "", true}, {"ext4-1k-deep", "", false}} {
 		t.Run(fsets.name, func(t *testing.T) {
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
-			mkfsRW(t, base, 16, fsets.opts)
+			op, mkfs := randomOp, mkfsRW
+			if strings.HasSuffix(fsets.name, "-deep") {
+				op, mkfs = randomDeepOp, mkfsDeep // extent trees of depth 2 (rwextent_linux_test.go)
+			}
+			mkfs(t, base, 16, fsets.opts)
 			orig, err := os.ReadFile(base)
 			if err != nil {
 				t.Fatal(err)
@@ -699,7 +703,7 @@ func TestWriterCrash(t *testing.T) {
 				committed := []bool{true}
 				r, rs := rand.New(rand.NewSource(seed)), rand.New(rand.NewSource(seed+7))
 				for i := 0; i < ops; i++ {
-					randomOp(r, writerTarget{w, 0})
+					op(r, writerTarget{w, 0})
 					if fsets.batch && rs.Intn(8) == 0 {
 						w.Sync() // fsync
 					}
@@ -718,7 +722,7 @@ func TestWriterCrash(t *testing.T) {
 				w.Batch, w.CommitInterval = fsets.batch, time.Hour
 				r, rs = rand.New(rand.NewSource(seed)), rand.New(rand.NewSource(seed+7))
 				for i := 0; i < ops && cd.count <= cut; i++ {
-					randomOp(r, writerTarget{w, 0})
+					op(r, writerTarget{w, 0})
 					if fsets.batch && rs.Intn(8) == 0 {
 						w.Sync()
 					}

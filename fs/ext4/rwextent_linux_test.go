@@ -143,7 +143,7 @@ func extentMaps(t *testing.T, root string) map[string]string {
 }
 
 // maxDepth is the deepest extent tree among the files of names.
-func maxDepth(t *testing.T, x writerTarget, names []string) (depth int) {
+func maxDepth(t testing.TB, x writerTarget, names []string) (depth int) {
 	for _, p := range names {
 		ino, err := x.final(p)
 		if err != nil {
@@ -417,4 +417,66 @@ func TestWriterHugeExtentTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("punched and truncated", int64(2*cut)<<10, func(i int) bool { return i < lo || i >= hi })
+}
+
+// mkfsDeep makes a 1 KiB-block image holding f1, a file of 700 one-block
+// extents written in random order (a tree of depth 2), and d/.
+func mkfsDeep(t testing.TB, img string, sizeMiB int, features string) {
+	t.Helper()
+	mkfsRWBlock(t, img, sizeMiB, features, 1024)
+	b, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := OpenWriter(memWDev(b), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := writerTarget{w, 0}
+	x.mkdir("d", 0o755)
+	x.create("f1", 0o644)
+	for _, i := range rand.New(rand.NewSource(1)).Perm(700) {
+		if _, err := x.write("f1", int64(2*i)<<10, bytes.Repeat([]byte{byte(i%255 + 1)}, 1024)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := maxDepth(t, x, []string{"f1"}); d != 2 {
+		t.Fatalf("f1's tree has depth %d, want 2", d)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(img, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// randomDeepOp is randomOp's mix for deep extent trees (TestWriterCrash's
+// -deep set, on mkfsDeep's image), each operation one transaction: a
+// one-block write at a scattered block (splitting leaves), punches
+// (emptying leaves), fallocates, longer writes, rare truncates and
+// removals, mostly on f1.
+func randomDeepOp(r *rand.Rand, x rwTarget) {
+	const bs, span = 1024, 1600 * 1024
+	p := deepNames[r.Intn(len(deepNames))]
+	if r.Intn(4) != 0 {
+		p = "f1"
+	}
+	f := x.(fallocTarget)
+	switch op := r.Intn(40); {
+	case op < 16:
+		x.write(p, r.Int63n(span/bs)*bs+r.Int63n(bs/2), bytes.Repeat([]byte{byte(1 + r.Intn(255))}, 1+r.Intn(bs)))
+	case op < 24:
+		f.fallocate(p, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, r.Int63n(span), 1+r.Int63n(span/8))
+	case op < 32:
+		f.fallocate(p, fallocModes[r.Intn(len(fallocModes))], r.Int63n(span), 1+r.Int63n(span/8))
+	case op < 36:
+		x.write(p, r.Int63n(span), bytes.Repeat([]byte{byte(1 + r.Intn(255))}, 1+r.Intn(40*bs)))
+	case op < 37:
+		x.truncate(p, r.Int63n(span+span/4))
+	case op < 38:
+		x.unlink(p)
+	default:
+		x.create(p, 0o644)
+	}
 }
