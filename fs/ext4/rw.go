@@ -8,8 +8,10 @@ package ext4
 // consistent volume.
 //
 // Scope (what OpenWriter accepts, checked by writeRefusal):
-//   - extents (files are written with extent trees of depth 0 or 1; a
-//     file needing more than one leaf of extents gets ENOSPC), 64bit,
+//   - extents (regular files: extent trees of any depth, unwritten
+//     extents and fallocate, rwextent.go and rwfalloc.go; directories
+//     are grown with trees of depth 0 or 1, rwfile.go's storeExtents),
+//     64bit,
 //     flex_bg, meta_bg, sparse_super, sparse_super2, large_file,
 //     huge_file, dir_nlink, extra_isize, metadata_csum (+csum_seed) or
 //     gdt_csum, has_journal (internal, jbd2 v2 with revoke, 64bit and
