@@ -523,16 +523,7 @@ func TestWriterKernelDifferential(t *testing.T) {
 					t.Fatalf("sequence %d (seed %d) diverged", s, seed)
 				}
 			}
-			keys := make([]string, 0, len(seen))
-			for k := range seen {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			var sb strings.Builder
-			for _, k := range keys {
-				fmt.Fprintf(&sb, " %s=%d", k, seen[k])
-			}
-			t.Logf("%d sequences of %d operations: 0 divergences, e2fsck clean; results:%s", seqs, ops, sb.String())
+			t.Logf("%d sequences of %d operations: 0 divergences, e2fsck clean; results:%s", seqs, ops, seenSummary(seen))
 		})
 	}
 }

@@ -494,6 +494,35 @@ func (w *Writer) xinsert(ino uint32, raw []byte, e xent) error {
 // splitting the extents it cuts and merging the results with their
 // neighbours; holes are left alone.
 func (w *Writer) xsetState(ino uint32, raw []byte, lo, hi uint64, u bool) error {
+	if u {
+		return w.xrewrite(ino, raw, lo, hi, xopUnwritten)
+	}
+	return w.xrewrite(ino, raw, lo, hi, xopWritten)
+}
+
+// xremove unmaps blocks [lo, hi) of ino and frees them (punch, truncate),
+// freeing the tree blocks that empty.
+func (w *Writer) xremove(ino uint32, raw []byte, lo, hi uint64) error {
+	return w.xrewrite(ino, raw, lo, hi, xopRemove)
+}
+
+// What xrewrite does to the blocks in its range.
+const (
+	xopRemove = iota
+	xopUnwritten
+	xopWritten
+)
+
+// part is the piece [a, b) of e.
+func (e xent) part(a, b uint64) xent {
+	return xent{l: uint32(a), n: uint32(b - a), p: e.p + (a - uint64(e.l)), u: e.u}
+}
+
+// xrewrite rebuilds, leaf by leaf, the extents holding blocks of [lo, hi):
+// the blocks in the range are removed (and freed) or given a state, the
+// parts outside it kept, and the results merged where they continue each
+// other. Each new leaf list is built after the old one in w.xp's scratch.
+func (w *Writer) xrewrite(ino uint32, raw []byte, lo, hi uint64, op int) error {
 	for lo < hi {
 		x, err := w.xfind(ino, raw, uint32(lo))
 		if err != nil {
@@ -501,11 +530,10 @@ func (w *Writer) xsetState(ino uint32, raw []byte, lo, hi uint64, u bool) error 
 		}
 		past := x.pastLeaf()
 		src := x.leafEnts()
-		// Build the new list after the old one in the same scratch.
 		out := src[len(src):len(src)]
 		at := -1
 		for _, e := range src {
-			if e.end() <= lo || uint64(e.l) >= hi || e.u == u {
+			if e.end() <= lo || uint64(e.l) >= hi || (op != xopRemove && e.u == (op == xopUnwritten)) {
 				out = xappend(out, e)
 				continue
 			}
@@ -514,11 +542,22 @@ func (w *Writer) xsetState(ino uint32, raw []byte, lo, hi uint64, u bool) error 
 			}
 			a, b := max(uint64(e.l), lo), min(e.end(), hi)
 			if uint64(e.l) < a {
-				out = xappend(out, xent{l: e.l, n: uint32(a - uint64(e.l)), p: e.p, u: e.u})
+				out = xappend(out, e.part(uint64(e.l), a))
 			}
-			out = xappend(out, xent{l: uint32(a), n: uint32(b - a), p: e.p + (a - uint64(e.l)), u: u})
+			if op == xopRemove {
+				if err := w.freeBlocks(e.p+(a-uint64(e.l)), b-a); err != nil {
+					return err
+				}
+				if err := w.addIBlocks(raw, -int64(b-a)); err != nil {
+					return err
+				}
+			} else {
+				mid := e.part(a, b)
+				mid.u = op == xopUnwritten
+				out = xappend(out, mid)
+			}
 			if b < e.end() {
-				out = xappend(out, xent{l: uint32(b), n: uint32(e.end() - b), p: e.p + (b - uint64(e.l)), u: e.u})
+				out = xappend(out, e.part(b, e.end()))
 			}
 		}
 		if at >= 0 {
@@ -539,50 +578,6 @@ func xappend(out []xent, e xent) []xent {
 		return out
 	}
 	return append(out, e)
-}
-
-// xremove unmaps blocks [lo, hi) of ino and frees them (punch, truncate),
-// freeing the tree blocks that empty.
-func (w *Writer) xremove(ino uint32, raw []byte, lo, hi uint64) error {
-	for lo < hi {
-		x, err := w.xfind(ino, raw, uint32(lo))
-		if err != nil {
-			return err
-		}
-		past := x.pastLeaf()
-		src := x.leafEnts()
-		out := src[len(src):len(src)]
-		at := -1
-		for _, e := range src {
-			if e.end() <= lo || uint64(e.l) >= hi {
-				out = append(out, e)
-				continue
-			}
-			if at < 0 {
-				at = len(out)
-			}
-			a, b := max(uint64(e.l), lo), min(e.end(), hi)
-			if err := w.freeBlocks(e.p+(a-uint64(e.l)), b-a); err != nil {
-				return err
-			}
-			if err := w.addIBlocks(raw, -int64(b-a)); err != nil {
-				return err
-			}
-			if uint64(e.l) < a {
-				out = append(out, xent{l: e.l, n: uint32(a - uint64(e.l)), p: e.p, u: e.u})
-			}
-			if b < e.end() {
-				out = append(out, xent{l: uint32(b), n: uint32(e.end() - b), p: e.p + (b - uint64(e.l)), u: e.u})
-			}
-		}
-		if at >= 0 {
-			if err := w.xstore(x, out, at); err != nil {
-				return err
-			}
-		}
-		lo = past
-	}
-	return nil
 }
 
 // xfirstAfter returns the extent holding lblk or the first one after it;

@@ -333,19 +333,10 @@ func TestWriterExtentDifferential(t *testing.T) {
 					t.Fatalf("sequence %d (seed %d) diverged", s, seed)
 				}
 			}
-			keys := make([]string, 0, len(seen))
-			for k := range seen {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			var sb strings.Builder
-			for _, k := range keys {
-				fmt.Fprintf(&sb, " %s=%d", k, seen[k])
-			}
 			if fs.bs == 1024 && depths[0]+depths[1] == seqs {
 				t.Errorf("no sequence grew a tree of depth 2: %v", depths)
 			}
-			t.Logf("%d sequences of %d operations: 0 divergences, e2fsck clean; deepest tree per sequence (depth: count) %v; results:%s", seqs, ops, depths, sb.String())
+			t.Logf("%d sequences of %d operations: 0 divergences, e2fsck clean; deepest tree per sequence (depth: count) %v; results:%s", seqs, ops, depths, seenSummary(seen))
 		})
 	}
 }
@@ -506,4 +497,18 @@ func randomDeepOp(r *rand.Rand, x rwTarget) {
 	default:
 		x.create(p, 0o644)
 	}
+}
+
+// seenSummary lists the operation:result counts of a sequence run.
+func seenSummary(seen map[string]int) string {
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sb, " %s=%d", k, seen[k])
+	}
+	return sb.String()
 }

@@ -44,12 +44,8 @@ func (w *Writer) Fallocate(ino uint32, mode uint32, off, length int64) error {
 	if err != nil {
 		return err
 	}
-	switch iMode(raw) & S_IFMT {
-	case S_IFREG:
-	case S_IFDIR:
-		return syscall.EISDIR
-	default:
-		return syscall.ENODEV
+	if err := regular(raw, syscall.ENODEV); err != nil {
+		return err
 	}
 	if off < 0 || length <= 0 {
 		return syscall.EINVAL

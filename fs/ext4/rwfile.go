@@ -220,6 +220,18 @@ func (w *Writer) inodeScratch(ino uint32) ([]byte, error) {
 	return raw, nil
 }
 
+// regular checks that raw is a regular file: EISDIR for a directory,
+// other for anything else.
+func regular(raw []byte, other syscall.Errno) error {
+	switch iMode(raw) & S_IFMT {
+	case S_IFREG:
+		return nil
+	case S_IFDIR:
+		return syscall.EISDIR
+	}
+	return other
+}
+
 // WriteAt writes p at off in regular file ino, allocating blocks for the
 // holes it covers and converting the unwritten blocks it covers, and
 // returns the count: short only when the volume ran out of space (then
@@ -236,12 +248,8 @@ func (w *Writer) WriteAt(ino uint32, p []byte, off int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	switch iMode(raw) & S_IFMT {
-	case S_IFREG:
-	case S_IFDIR:
-		return 0, syscall.EISDIR
-	default:
-		return 0, syscall.EINVAL
+	if err := regular(raw, syscall.EINVAL); err != nil {
+		return 0, err
 	}
 	if off < 0 {
 		return 0, syscall.EINVAL
@@ -393,12 +401,8 @@ func (w *Writer) Truncate(ino uint32, size int64) error {
 	if err != nil {
 		return err
 	}
-	switch iMode(raw) & S_IFMT {
-	case S_IFREG:
-	case S_IFDIR:
-		return syscall.EISDIR
-	default:
-		return syscall.EINVAL
+	if err := regular(raw, syscall.EINVAL); err != nil {
+		return err
 	}
 	if size < 0 {
 		return syscall.EINVAL
