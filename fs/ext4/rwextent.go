@@ -579,20 +579,3 @@ func xappend(out []xent, e xent) []xent {
 	}
 	return append(out, e)
 }
-
-// xfirstAfter returns the extent holding lblk or the first one after it;
-// ok false when there is none.
-func (w *Writer) xfirstAfter(ino uint32, raw []byte, lblk uint64) (xent, bool, error) {
-	for lblk < 1<<32 {
-		x, err := w.xfind(ino, raw, uint32(lblk))
-		if err != nil {
-			return xent{}, false, err
-		}
-		e, ok, next := x.at(uint32(lblk))
-		if ok {
-			return e, true, nil
-		}
-		lblk = next
-	}
-	return xent{}, false, nil
-}

@@ -52,6 +52,18 @@ var fallocModes = []uint32{
 	unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_KEEP_SIZE,
 	unix.FALLOC_FL_ZERO_RANGE,
 	unix.FALLOC_FL_ZERO_RANGE | unix.FALLOC_FL_KEEP_SIZE,
+	unix.FALLOC_FL_COLLAPSE_RANGE,
+	unix.FALLOC_FL_INSERT_RANGE,
+}
+
+var fallocName = map[uint32]string{
+	0:                        "falloc",
+	unix.FALLOC_FL_KEEP_SIZE: "falloc-keep",
+	unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_KEEP_SIZE: "punch",
+	unix.FALLOC_FL_ZERO_RANGE:                            "zero",
+	unix.FALLOC_FL_ZERO_RANGE | unix.FALLOC_FL_KEEP_SIZE: "zero-keep",
+	unix.FALLOC_FL_COLLAPSE_RANGE:                        "collapse",
+	unix.FALLOC_FL_INSERT_RANGE:                          "insert",
 }
 
 // fallocOp is runSequence's fallocate operation: a random mode over a
@@ -59,10 +71,11 @@ var fallocModes = []uint32{
 func fallocOp(r *rand.Rand, p string, k, x rwTarget, span int64) (string, error, error) {
 	mode := fallocModes[r.Intn(len(fallocModes))]
 	off, n := r.Int63n(span), 1+r.Int63n(span/4)
-	if r.Intn(3) == 0 {
+	shift := mode&(unix.FALLOC_FL_COLLAPSE_RANGE|unix.FALLOC_FL_INSERT_RANGE) != 0
+	if r.Intn(3) == 0 || (shift && r.Intn(3) != 0) {
 		off, n = off&^4095, (n+4095)&^4095
 	}
-	desc := fmt.Sprintf("fallocate %s %#x %d+%d", p, mode, off, n)
+	desc := fmt.Sprintf("%s %s %d+%d", fallocName[mode], p, off, n)
 	return desc, k.(fallocTarget).fallocate(p, mode, off, n), x.(fallocTarget).fallocate(p, mode, off, n)
 }
 

@@ -15,7 +15,7 @@ package ext4
 //     of the covering block range get unwritten extents; the whole blocks
 //     get unwritten extents in their holes and initialised extents are
 //     marked unwritten; initialised partial edge blocks are zeroed.
-//   - COLLAPSE_RANGE, INSERT_RANGE and the rest: EOPNOTSUPP.
+//   - COLLAPSE_RANGE and INSERT_RANGE: rwshift.go. The rest: EOPNOTSUPP.
 
 import (
 	"os"
@@ -56,16 +56,20 @@ func (w *Writer) Fallocate(ino uint32, mode uint32, off, length int64) error {
 	end := uint64(off) + uint64(length)
 	now := w.Now()
 	var newSize uint64
+	if end > uint64(w.maxBytes()) {
+		return syscall.EFBIG // vfs_fallocate's s_maxbytes check, for every mode
+	}
 	switch mode &^ unix.FALLOC_FL_KEEP_SIZE {
 	case 0, unix.FALLOC_FL_ZERO_RANGE:
 		if !keep && end > size {
 			newSize = end
 		}
-		if end > uint64(w.maxBytes()) {
-			return syscall.EFBIG
-		}
 	case unix.FALLOC_FL_PUNCH_HOLE:
 		if !keep {
+			return syscall.EOPNOTSUPP
+		}
+	case unix.FALLOC_FL_COLLAPSE_RANGE, unix.FALLOC_FL_INSERT_RANGE:
+		if keep {
 			return syscall.EOPNOTSUPP
 		}
 	default:
@@ -73,6 +77,18 @@ func (w *Writer) Fallocate(ino uint32, mode uint32, off, length int64) error {
 	}
 	if iFlags(raw)&FlagExtents == 0 {
 		return syscall.EOPNOTSUPP
+	}
+	if mode == unix.FALLOC_FL_COLLAPSE_RANGE || mode == unix.FALLOC_FL_INSERT_RANGE {
+		if err := w.shiftRange(ino, raw, off, length, mode == unix.FALLOC_FL_INSERT_RANGE); err != nil {
+			w.putInode(ino, raw)
+			w.writeSuper()
+			return err
+		}
+		touch(raw, now, tMtime, tCtime)
+		if err := w.putInode(ino, raw); err != nil {
+			return err
+		}
+		return w.writeSuper()
 	}
 	first := uint64(off) >> v.bsBits                        // first block touched
 	last := (end + v.bs - 1) >> v.bsBits                    // past the last block touched
