@@ -193,7 +193,9 @@ func TestVFSWriteNoAllocs(t *testing.T) {
 		"o_append":  func() { p.Write(afd, buf) },
 	} {
 		fn() // warm up: the metadata blocks join the running transaction
-		if a := testing.AllocsPerRun(200, fn); a != 0 {
+		// The race detector's instrumentation allocates on its own
+		// (the append path's mutexes); the counts hold without it.
+		if a := testing.AllocsPerRun(200, fn); a != 0 && !raceEnabled {
 			t.Errorf("%s: %.1f allocations per call, want 0", name, a)
 		}
 	}
