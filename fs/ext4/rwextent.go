@@ -220,7 +220,7 @@ func (w *Writer) xput(x *xpath, d int) error {
 
 func (w *Writer) xwriteBlock(x *xpath, blk uint64, b []byte) error {
 	if w.v.rocompat&rocompatMetadataCsum != 0 {
-		tail := 12 * (1 + w.xblockMax())
+		tail := 12 * (1 + int(le16(b, 4))) // EXT4_EXTENT_TAIL_OFFSET: after eh_max entries
 		binary.LittleEndian.PutUint32(b[tail:], crc32c(w.inodeSeed(x.ino, x.raw), b[:tail]))
 	}
 	return w.writeAt(b, int64(blk<<w.v.bsBits))

@@ -114,6 +114,10 @@ func (w *Writer) xshiftRight(ino uint32, raw []byte, from, n uint64) error {
 			return syscall.EFBIG
 		}
 		first := uint64(ents[0].l)
+		leftmost := true // no leaf before this one
+		for d := 0; d < x.depth; d++ {
+			leftmost = leftmost && x.lv[d].idx == 0
+		}
 		at := -1
 		for i := range ents {
 			if uint64(ents[i].l) >= from {
@@ -128,7 +132,7 @@ func (w *Writer) xshiftRight(ino uint32, raw []byte, from, n uint64) error {
 				return err
 			}
 		}
-		if first <= from || first == 0 {
+		if first <= from || leftmost {
 			return nil
 		}
 		lblk = first - 1
