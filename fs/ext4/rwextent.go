@@ -495,15 +495,15 @@ func (w *Writer) xinsert(ino uint32, raw []byte, e xent) error {
 // neighbours; holes are left alone.
 func (w *Writer) xsetState(ino uint32, raw []byte, lo, hi uint64, u bool) error {
 	if u {
-		return w.xrewrite(ino, raw, lo, hi, xopUnwritten)
+		return w.xrewrite(ino, raw, lo, hi, xopUnwritten, 0)
 	}
-	return w.xrewrite(ino, raw, lo, hi, xopWritten)
+	return w.xrewrite(ino, raw, lo, hi, xopWritten, 0)
 }
 
 // xremove unmaps blocks [lo, hi) of ino and frees them (punch, truncate),
 // freeing the tree blocks that empty.
 func (w *Writer) xremove(ino uint32, raw []byte, lo, hi uint64) error {
-	return w.xrewrite(ino, raw, lo, hi, xopRemove)
+	return w.xrewrite(ino, raw, lo, hi, xopRemove, 0)
 }
 
 // What xrewrite does to the blocks in its range.
@@ -511,6 +511,7 @@ const (
 	xopRemove = iota
 	xopUnwritten
 	xopWritten
+	xopShiftLeft // by shift blocks, over a hole at least that long
 )
 
 // part is the piece [a, b) of e.
@@ -519,10 +520,11 @@ func (e xent) part(a, b uint64) xent {
 }
 
 // xrewrite rebuilds, leaf by leaf, the extents holding blocks of [lo, hi):
-// the blocks in the range are removed (and freed) or given a state, the
-// parts outside it kept, and the results merged where they continue each
-// other. Each new leaf list is built after the old one in w.xp's scratch.
-func (w *Writer) xrewrite(ino uint32, raw []byte, lo, hi uint64, op int) error {
+// the blocks in the range are removed (and freed), given a state or moved
+// left by shift blocks; the parts outside it are kept, and the results
+// merged where they continue each other. Each new leaf list is built after
+// the old one in w.xp's scratch.
+func (w *Writer) xrewrite(ino uint32, raw []byte, lo, hi uint64, op int, shift uint32) error {
 	for lo < hi {
 		x, err := w.xfind(ino, raw, uint32(lo))
 		if err != nil {
@@ -533,7 +535,7 @@ func (w *Writer) xrewrite(ino uint32, raw []byte, lo, hi uint64, op int) error {
 		out := src[len(src):len(src)]
 		at := -1
 		for _, e := range src {
-			if e.end() <= lo || uint64(e.l) >= hi || (op != xopRemove && e.u == (op == xopUnwritten)) {
+			if e.end() <= lo || uint64(e.l) >= hi || ((op == xopWritten || op == xopUnwritten) && e.u == (op == xopUnwritten)) {
 				out = xappend(out, e)
 				continue
 			}
@@ -544,15 +546,18 @@ func (w *Writer) xrewrite(ino uint32, raw []byte, lo, hi uint64, op int) error {
 			if uint64(e.l) < a {
 				out = xappend(out, e.part(uint64(e.l), a))
 			}
-			if op == xopRemove {
-				if err := w.freeBlocks(e.p+(a-uint64(e.l)), b-a); err != nil {
+			switch mid := e.part(a, b); op {
+			case xopRemove:
+				if err := w.freeBlocks(mid.p, b-a); err != nil {
 					return err
 				}
 				if err := w.addIBlocks(raw, -int64(b-a)); err != nil {
 					return err
 				}
-			} else {
-				mid := e.part(a, b)
+			case xopShiftLeft:
+				mid.l -= shift
+				out = xappend(out, mid)
+			default:
 				mid.u = op == xopUnwritten
 				out = xappend(out, mid)
 			}

@@ -67,35 +67,11 @@ func (w *Writer) xsplitAt(ino uint32, raw []byte, lblk uint64) error {
 }
 
 // xshiftLeft moves the extents at or after from left by n blocks (over a
-// hole at least that long), leaf by leaf from the first, merging an
-// extent with the one before it when they now continue each other.
+// hole at least that long, so none straddles from), leaf by leaf from the
+// first, merging an extent with the one before it when they now continue
+// each other.
 func (w *Writer) xshiftLeft(ino uint32, raw []byte, from, n uint64) error {
-	for lblk := from; lblk < 1<<32; {
-		x, err := w.xfind(ino, raw, uint32(lblk))
-		if err != nil {
-			return err
-		}
-		past := x.pastLeaf()
-		src := x.leafEnts()
-		out := src[len(src):len(src)]
-		at := -1
-		for _, e := range src {
-			if uint64(e.l) >= from {
-				if at < 0 {
-					at = len(out)
-				}
-				e.l -= uint32(n)
-			}
-			out = xappend(out, e)
-		}
-		if at >= 0 {
-			if err := w.xstore(x, out, at); err != nil {
-				return err
-			}
-		}
-		lblk = past
-	}
-	return nil
+	return w.xrewrite(ino, raw, from, 1<<32, xopShiftLeft, uint32(n))
 }
 
 // xshiftRight moves the extents at or after from right by n blocks, leaf
