@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -524,4 +525,80 @@ func seenSummary(seen map[string]int) string {
 		fmt.Fprintf(&sb, " %s=%d", k, seen[k])
 	}
 	return sb.String()
+}
+
+// TestWriterLongExtents: a 40 MiB write and a 40 MiB KEEP_SIZE fallocate
+// at 1 KiB blocks merge their per-group allocations into extents of at
+// most 32768 initialised and 32767 unwritten blocks (the on-disk length
+// limits), which e2fsck and the kernel accept. The image has no superblock backups (sparse_super2,
+// num_backup_sb=0), so free space runs across groups for longer than that.
+func TestWriterLongExtents(t *testing.T) {
+	needRoot(t)
+	needMke2fs(t)
+	img := filepath.Join(t.TempDir(), "long.img")
+	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-b", "1024", "-O", "sparse_super2", "-E", "num_backup_sb=0", img, "128M").CombinedOutput(); err != nil {
+		t.Fatalf("mke2fs: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := memWDev(b)
+	w, err := OpenWriter(dev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino, err := w.Create(rootIno, "long", 0o644, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("0123456789abcdef"), 40<<16) // 40 MiB
+	if n, err := w.WriteAt(ino, data, 0); n != len(data) || err != nil {
+		t.Fatalf("write: %d, %v", n, err)
+	}
+	if err := w.Fallocate(ino, unix.FALLOC_FL_KEEP_SIZE, 40<<20, 40<<20); err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	raw, err := w.getInode(ino)
+	var longest [2]uint32 // initialised, unwritten
+	if err == nil {
+		var x *xpath
+		for lblk := uint64(0); lblk < 80<<10 && err == nil; {
+			if x, err = w.xfind(ino, raw, uint32(lblk)); err == nil {
+				e, ok, _ := x.at(uint32(lblk))
+				if !ok {
+					t.Errorf("block %d unmapped", lblk)
+					break
+				}
+				longest[b2u(e.u)] = max(longest[b2u(e.u)], e.n)
+				lblk = e.end()
+			}
+		}
+	}
+	w.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Blocks come a group (8192) at a time and merge while the sum fits,
+	// as ext4_can_extents_be_merged: past 3 groups, within the limits.
+	if longest[0] > maxInitExtent || longest[1] > maxUnwrittenExtent || longest[0] <= 3*8192 || longest[1] <= 3*8192 {
+		t.Errorf("longest extents %v: want (24576, 32768] initialised and (24576, 32767] unwritten", longest)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(img, dev, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e2fsckClean(t, img)
+	mnt, um := kmount(t, img, "ro,noload")
+	defer um()
+	got, err := os.ReadFile(filepath.Join(mnt, "long"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("kernel read: %d bytes, %v; equal %v", len(got), err, bytes.Equal(got, data))
+	}
+	if m := fiemap(t, filepath.Join(mnt, "long")); len(m) != 2 || m[0] != "0+41943040" || m[1] != "41943040+41943040u" {
+		t.Errorf("kernel FIEMAP %v", m)
+	}
 }
