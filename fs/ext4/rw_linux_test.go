@@ -316,7 +316,7 @@ func runSequence(t *testing.T, r *rand.Rand, ops int, k, x rwTarget, seen map[st
 		var nk, nx int
 		switch op := r.Intn(23); {
 		case op >= 21:
-			desc, ek, ex = fallocOp(r, p, k, x, 300<<10)
+			desc, ek, ex = fallocOp(r, p, k, x, 300<<10, -1)
 		case op < 3:
 			desc = "create " + p
 			ek, ex = k.create(p, 0644), x.create(p, 0644)
