@@ -13,12 +13,13 @@ func crc32c(crc uint32, p []byte) uint32 {
 	return ^crc32.Update(^crc, castagnoli, p)
 }
 
-// crc32cU32 is crc32c over v's four little-endian bytes, by table: a
-// 4-byte array passed to crc32.Update escapes (2 allocations per inode
-// checksum seed).
+// crc32cU32 is crc32c over v's four little-endian bytes, by the table: a
+// slice of a local array passed to hash/crc32 would escape to the heap,
+// and this runs on every inode and extent block checksum of a write.
 func crc32cU32(crc, v uint32) uint32 {
 	for i := 0; i < 4; i++ {
-		crc = castagnoli[byte(crc)^byte(v>>(8*i))] ^ crc>>8
+		crc = castagnoli[byte(crc)^byte(v)] ^ crc>>8
+		v >>= 8
 	}
 	return crc
 }

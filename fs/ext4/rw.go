@@ -8,8 +8,10 @@ package ext4
 // consistent volume.
 //
 // Scope (what OpenWriter accepts, checked by writeRefusal):
-//   - extents (files are written with extent trees of depth 0 or 1; a
-//     file needing more than one leaf of extents gets ENOSPC), 64bit,
+//   - extents (regular files: extent trees of any depth, unwritten
+//     extents and fallocate, rwextent.go and rwfalloc.go; directories
+//     are grown with trees of depth 0 or 1, rwfile.go's storeExtents),
+//     64bit,
 //     flex_bg, meta_bg, sparse_super, sparse_super2, large_file,
 //     huge_file, dir_nlink, extra_isize, metadata_csum (+csum_seed) or
 //     gdt_csum, has_journal (internal, jbd2 v2 with revoke, 64bit and
@@ -147,6 +149,9 @@ type Writer struct {
 	dx     *dxScratch       // htree insertion buffers (rwhtree.go)
 	held   map[uint32]int   // open counts (Hold)
 	orphan map[uint32]bool  // unlinked while held: freed at the last Unhold
+	xp     xpath            // the extent path of the running change (rwextent.go)
+	dbuf   []byte           // one block: partial data blocks (rwfile.go)
+	iraw   []byte           // the inode of the running WriteAt/ReadAt
 
 	// xcache: xattr blocks by h_hash, the kernel's mbcache (rwxattr.go).
 	xcache map[uint32][]uint64
@@ -375,7 +380,7 @@ func (w *Writer) writeDesc(g uint32) error {
 	binary.LittleEndian.PutUint32(le[:], g)
 	switch {
 	case v.rocompat&rocompatMetadataCsum != 0:
-		c := crc32c(v.csumSeed, le[:])
+		c := crc32cU32(v.csumSeed, g)
 		c = crc32c(c, d[:0x1E])
 		c = crc32c(c, zero8[:2])
 		c = crc32c(c, d[0x20:])

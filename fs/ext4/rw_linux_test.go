@@ -56,6 +56,12 @@ var rwFeatureSets = []struct{ name, opts string }{
 	{"ext4-noextent", "-b 1024 ^extent,^64bit"},
 }
 
+// mkfsRWBlock is mkfsRW with a block size of bs bytes.
+func mkfsRWBlock(t testing.TB, img string, sizeMiB int, features string, bs int) {
+	t.Helper()
+	mkfsRW(t, img, sizeMiB, fmt.Sprintf("-b %d %s", bs, features))
+}
+
 func mkfsRW(t testing.TB, img string, sizeMiB int, features string) {
 	t.Helper()
 	typ, bsize := "ext4", "4096"
@@ -328,9 +334,17 @@ func runSequence(t *testing.T, r *rand.Rand, ops int, k, x rwTarget, seen map[st
 		var desc string
 		var ek, ex error
 		var nk, nx int
-		switch op := r.Intn(21 + metaOps); {
+		switch op := r.Intn(23 + metaOps); {
+		case op >= 23:
+			desc, nk, ek, nx, ex = metaOp(r, op-23, p, q, k, x)
 		case op >= 21:
-			desc, nk, ek, nx, ex = metaOp(r, op-21, p, q, k, x)
+			if _, ok := k.(tmpfsOracle); ok {
+				// tmpfs allocates pages, not ext4 blocks: no fallocate
+				// against it (the kernel ext4 tests cover fallocate).
+				desc = "fallocate skipped (tmpfs oracle)"
+				break
+			}
+			desc, ek, ex = fallocOp(r, p, k, x, 300<<10, -1)
 		case op < 3:
 			desc = "create " + p
 			ek, ex = k.create(p, 0644), x.create(p, 0644)
@@ -712,11 +726,16 @@ func TestWriterCrash(t *testing.T) {
 		data       DataMode
 	}{{"ext4-csumv3", "", false, DataOrdered}, {"ext4-nocsum", "^metadata_csum,uninit_bg", false, DataOrdered}, {"ext4-csumv3-batch", "", true, DataOrdered},
 		{"ext4-csumv3-batch-datajournal", "", true, DataJournal}, {"ext4-nocsum-batch-datajournal", "^metadata_csum,uninit_bg", true, DataJournal},
-		{"ext3", "-t ext3 -b 1024", false, DataOrdered}, {"ext3-batch", "-t ext3 -b 1024", true, DataOrdered}} {
+		{"ext3", "-t ext3 -b 1024", false, DataOrdered}, {"ext3-batch", "-t ext3 -b 1024", true, DataOrdered},
+		{"ext4-1k-deep", "", false, DataOrdered}} {
 		t.Run(fsets.name, func(t *testing.T) {
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
-			mkfsRW(t, base, 16, fsets.opts)
+			op, mkfs := randomOp, mkfsRW
+			if strings.HasSuffix(fsets.name, "-deep") {
+				op, mkfs = randomDeepOp, mkfsDeep // extent trees of depth 2 (rwextent_linux_test.go)
+			}
+			mkfs(t, base, 16, fsets.opts)
 			orig, err := os.ReadFile(base)
 			if err != nil {
 				t.Fatal(err)
@@ -739,7 +758,7 @@ func TestWriterCrash(t *testing.T) {
 				committed := []bool{true}
 				r, rs := rand.New(rand.NewSource(seed)), rand.New(rand.NewSource(seed+7))
 				for i := 0; i < ops; i++ {
-					randomOp(r, writerTarget{w, 0})
+					op(r, writerTarget{w, 0})
 					if fsets.batch && rs.Intn(8) == 0 {
 						w.Sync() // fsync
 					}
@@ -759,7 +778,7 @@ func TestWriterCrash(t *testing.T) {
 				w.Data = fsets.data
 				r, rs = rand.New(rand.NewSource(seed)), rand.New(rand.NewSource(seed+7))
 				for i := 0; i < ops && cd.count <= cut; i++ {
-					randomOp(r, writerTarget{w, 0})
+					op(r, writerTarget{w, 0})
 					if fsets.batch && rs.Intn(8) == 0 {
 						w.Sync()
 					}

@@ -466,3 +466,159 @@ func (w *Writer) initMap(raw []byte) {
 	clear(raw[0x28:0x64])
 	putExtentHeader(raw[0x28:0x64], 0, 4, 0)
 }
+
+// writeDataMap is writeData for a block-mapped inode (rwblockmap.go),
+// through loadExtents/storeExtents' runs: it writes p at off into ino's
+// blocks, allocating holes, and updates raw's map and i_blocks (the
+// caller writes raw).
+func (w *Writer) writeDataMap(ino uint32, raw []byte, p []byte, off int64) (int, error) {
+	v := w.v
+	exts, leaf, err := w.loadExtents(ino, raw)
+	if err != nil {
+		return 0, err
+	}
+	bs := int(v.bs)
+	lastBlk := uint64(off+int64(len(p))-1) >> v.bsBits
+	buf := make([]byte, bs)
+	done := 0
+	var freshLo, freshHi uint64 // blocks allocated by this call: never read
+	for done < len(p) {
+		pos := off + int64(done)
+		lblk := uint64(pos) >> v.bsBits
+		within := int(pos & int64(bs-1))
+		n := min(bs-within, len(p)-done)
+		phys, ok, next := lookupExt(exts, lblk)
+		fresh := lblk >= freshLo && lblk < freshHi
+		if !ok {
+			want := lastBlk - lblk + 1
+			if next < len(exts) {
+				want = min(want, uint64(exts[next].l)-lblk)
+			}
+			want = min(want, maxInitExtent)
+			start, got, aerr := w.allocBlocks(w.goalFor(ino, exts, next, lblk), uint32(want))
+			if aerr != nil {
+				return done, aerr
+			}
+			nexts := insertExt(append([]wext(nil), exts...), next, wext{l: uint32(lblk), n: got, p: start})
+			nleaf, serr := w.storeExtents(ino, raw, nexts, leaf)
+			if serr != nil {
+				w.freeBlocks(start, uint64(got))
+				w.storeExtents(ino, raw, exts, leaf)
+				return done, serr
+			}
+			if err := w.addIBlocks(raw, int64(got)); err != nil {
+				return done, err
+			}
+			exts, leaf = nexts, nleaf
+			phys, fresh = start, true
+			freshLo, freshHi = lblk, lblk+uint64(got)
+		}
+		dev := int64(phys << v.bsBits)
+		if n == bs {
+			if err := w.writeDataAt(p[done:done+n], dev); err != nil {
+				return done, err
+			}
+		} else {
+			if fresh {
+				clear(buf)
+			} else if err := v.readBlock(phys, buf); err != nil {
+				return done, err
+			}
+			copy(buf[within:], p[done:done+n])
+			if err := w.writeDataAt(buf, dev); err != nil {
+				return done, err
+			}
+		}
+		done += n
+	}
+	return done, nil
+}
+
+// cutBlocksMap is cutBlocks for a block-mapped inode: it frees ino's
+// blocks past size and zeroes the tail of the block holding size,
+// updating raw's map and i_blocks.
+func (w *Writer) cutBlocksMap(ino uint32, raw []byte, size uint64) error {
+	v := w.v
+	exts, leaf, err := w.loadExtents(ino, raw)
+	if err != nil {
+		return err
+	}
+	keep := (size + v.bs - 1) >> v.bsBits
+	var out []wext
+	var freed int64
+	for _, e := range exts {
+		switch {
+		case uint64(e.l) >= keep:
+			if err := w.freeBlocks(e.p, uint64(e.n)); err != nil {
+				return err
+			}
+			freed += int64(e.n)
+		case uint64(e.l)+uint64(e.n) > keep:
+			k := keep - uint64(e.l)
+			if err := w.freeBlocks(e.p+k, uint64(e.n)-k); err != nil {
+				return err
+			}
+			freed += int64(uint64(e.n) - k)
+			e.n = uint32(k)
+			out = append(out, e)
+		default:
+			out = append(out, e)
+		}
+	}
+	if err := w.addIBlocks(raw, -freed); err != nil {
+		return err
+	}
+	if _, err := w.storeExtents(ino, raw, out, leaf); err != nil {
+		return err
+	}
+	if within := size & (v.bs - 1); within != 0 {
+		if phys, ok, _ := lookupExt(out, size>>v.bsBits); ok {
+			buf := make([]byte, v.bs)
+			if err := v.readBlock(phys, buf); err != nil {
+				return err
+			}
+			clear(buf[within:])
+			if err := w.writeDataAt(buf, int64(phys<<v.bsBits)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readAtMap is ReadAt's loop for a block-mapped inode: p (already cut at
+// the size) from off, holes as zeros, one device read per run.
+func (w *Writer) readAtMap(ino uint32, raw []byte, p []byte, off int64) (int, error) {
+	exts, _, err := w.loadExtents(ino, raw)
+	if err != nil {
+		return 0, err
+	}
+	v := w.v
+	bs := int64(v.bs)
+	done := 0
+	for done < len(p) {
+		pos := off + int64(done)
+		lblk := uint64(pos) >> v.bsBits
+		within := pos & (bs - 1)
+		phys, ok, next := lookupExt(exts, lblk)
+		if !ok {
+			// A hole runs to the next extent.
+			end := int64(len(p))
+			if next < len(exts) {
+				end = min(end, int64(exts[next].l)<<v.bsBits-off)
+			}
+			clear(p[done:end])
+			done = int(end)
+			continue
+		}
+		// The run holding lblk, in one device read.
+		e := exts[next-1]
+		runEnd := int64(uint64(e.l)+uint64(e.n))<<v.bsBits - off
+		n := int(min(int64(len(p)), runEnd) - int64(done))
+		if err := readFull(v.dev, p[done:done+n], int64(phys<<v.bsBits)+within); err != nil {
+			return done, err
+		}
+		done += n
+	}
+	return done, nil
+}

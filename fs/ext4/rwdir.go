@@ -505,18 +505,7 @@ func (w *Writer) make(dir uint32, name string, mode, uid, gid uint32, target str
 func (w *Writer) releaseInode(ino uint32, raw []byte, isDir bool) error {
 	delete(w.dirs, ino)
 	if iFlags(raw)&FlagExtents != 0 {
-		if exts, leaf, err := w.loadExtents(ino, raw); err == nil {
-			for _, e := range exts {
-				if err := w.freeBlocks(e.p, uint64(e.n)); err != nil {
-					return err
-				}
-			}
-			if leaf != 0 {
-				if err := w.freeBlocks(leaf, 1); err != nil {
-					return err
-				}
-			}
-		} else {
+		if err := w.xremove(ino, raw, 0, 1<<32); err != nil {
 			return err
 		}
 		clear(raw[0x28:0x64])

@@ -1,7 +1,9 @@
 package ext4
 
-// File data for the Writer: extent trees of depth 0 (up to four extents
-// in i_block) or 1 (one leaf block), WriteAt and Truncate.
+// File data for the Writer: WriteAt and Truncate over extent trees of any
+// depth (rwextent.go). loadExtents and storeExtents, for directories
+// (rwdir.go), handle trees of depth 0 (up to four extents in i_block) or
+// 1 (one leaf block).
 
 import (
 	"encoding/binary"
@@ -181,9 +183,64 @@ func (w *Writer) goalFor(ino uint32, exts []wext, next int, lblk uint64) uint64 
 	return w.v.firstData + uint64(g)*uint64(w.v.bpg)
 }
 
+// xgoal is goalFor on the path x found for lblk.
+func (w *Writer) xgoal(x *xpath, ino uint32, lblk uint64) uint64 {
+	if leaf := x.lv[x.depth]; leaf.idx >= 0 {
+		e := getXent(leaf.buf, leaf.idx)
+		return e.p + (lblk - uint64(e.l))
+	}
+	return w.goalFor(ino, nil, 0, lblk)
+}
+
+// inodeScratch reads inode ino into the Writer's scratch inode buffer
+// (valid until the next call), checking it as getInode does without
+// allocating.
+func (w *Writer) inodeScratch(ino uint32) ([]byte, error) {
+	v := w.v
+	if ino == 0 || ino > v.inodes {
+		return nil, corrupt(ino, "inode number out of range")
+	}
+	if len(w.iraw) != int(v.inodeSize) {
+		w.iraw = make([]byte, v.inodeSize)
+	}
+	raw := w.iraw
+	if err := v.readMeta(raw, w.inodeOff(ino)); err != nil {
+		return nil, err
+	}
+	in := Inode{Ino: ino, raw: raw, extraEnd: 128}
+	if v.inodeSize > 128 {
+		extra := int(le16(raw, 0x80))
+		if 128+extra > int(v.inodeSize) || extra&3 != 0 {
+			return nil, corrupt(ino, "bad extra_isize %d (inode size %d)", extra, v.inodeSize)
+		}
+		in.extraEnd = 128 + extra
+	}
+	if v.csum && v.linuxOS {
+		in.csumSeed = w.inodeSeed(ino, raw)
+		if !v.inodeCsumOK(&in) {
+			return nil, badCsum(ino, "inode")
+		}
+	}
+	return raw, nil
+}
+
+// regular checks that raw is a regular file: EISDIR for a directory,
+// other for anything else.
+func regular(raw []byte, other syscall.Errno) error {
+	switch iMode(raw) & S_IFMT {
+	case S_IFREG:
+		return nil
+	case S_IFDIR:
+		return syscall.EISDIR
+	}
+	return other
+}
+
 // WriteAt writes p at off in regular file ino, allocating blocks for the
-// holes it covers, and returns the count: short only when the volume ran
-// out of space (then err is nil if anything was written, as write(2)).
+// holes it covers and converting the unwritten blocks it covers, and
+// returns the count: short only when the volume ran out of space (then
+// err is nil if anything was written, as write(2)). It allocates nothing
+// when the blocks it touches are already in the running transaction.
 // Errors: EINVAL for a negative offset, EFBIG at or past the maximum file
 // size, ENOSPC, EISDIR for a directory, EINVAL for other non-regular files.
 func (w *Writer) WriteAt(ino uint32, p []byte, off int64) (int, error) {
@@ -194,16 +251,12 @@ func (w *Writer) WriteAt(ino uint32, p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	defer w.unlock()
-	raw, err := w.getInode(ino)
+	raw, err := w.inodeScratch(ino)
 	if err != nil {
 		return 0, err
 	}
-	switch iMode(raw) & S_IFMT {
-	case S_IFREG:
-	case S_IFDIR:
-		return 0, syscall.EISDIR
-	default:
-		return 0, syscall.EINVAL
+	if err := regular(raw, syscall.EINVAL); err != nil {
+		return 0, err
 	}
 	if off < 0 {
 		return 0, syscall.EINVAL
@@ -238,69 +291,118 @@ func (w *Writer) WriteAt(ino uint32, p []byte, off int64) (int, error) {
 	return 0, err
 }
 
-// writeData writes p at off into ino's blocks, allocating holes, and
-// updates raw's extents and i_blocks (the caller writes raw).
+// writeData writes p at off into ino's blocks, allocating holes and
+// converting unwritten extents, and updates raw's extent tree and
+// i_blocks (the caller writes raw). Each run of blocks contiguous on the
+// device is one device write for its whole blocks, straight from p.
 func (w *Writer) writeData(ino uint32, raw []byte, p []byte, off int64) (int, error) {
-	v := w.v
-	exts, leaf, err := w.loadExtents(ino, raw)
-	if err != nil {
-		return 0, err
+	if iFlags(raw)&FlagExtents == 0 {
+		if iFlags(raw)&FlagInlineData != 0 {
+			if err := w.uninline(ino, raw); err != nil { // rwinline.go
+				return 0, err
+			}
+		}
+		if iFlags(raw)&FlagExtents == 0 {
+			return w.writeDataMap(ino, raw, p, off) // rwblockmap.go
+		}
 	}
-	bs := int(v.bs)
+	v := w.v
 	lastBlk := uint64(off+int64(len(p))-1) >> v.bsBits
-	buf := make([]byte, bs)
 	done := 0
-	var freshLo, freshHi uint64 // blocks allocated by this call: never read
 	for done < len(p) {
 		pos := off + int64(done)
 		lblk := uint64(pos) >> v.bsBits
-		within := int(pos & int64(bs-1))
-		n := min(bs-within, len(p)-done)
-		phys, ok, next := lookupExt(exts, lblk)
-		fresh := lblk >= freshLo && lblk < freshHi
-		if !ok {
-			want := lastBlk - lblk + 1
-			if next < len(exts) {
-				want = min(want, uint64(exts[next].l)-lblk)
-			}
-			want = min(want, maxInitExtent)
-			start, got, aerr := w.allocBlocks(w.goalFor(ino, exts, next, lblk), uint32(want))
-			if aerr != nil {
-				return done, aerr
-			}
-			nexts := insertExt(append([]wext(nil), exts...), next, wext{l: uint32(lblk), n: got, p: start})
-			nleaf, serr := w.storeExtents(ino, raw, nexts, leaf)
-			if serr != nil {
-				w.freeBlocks(start, uint64(got))
-				w.storeExtents(ino, raw, exts, leaf)
-				return done, serr
+		x, err := w.xfind(ino, raw, uint32(lblk))
+		if err != nil {
+			return done, err
+		}
+		e, ok, holeEnd := x.at(uint32(lblk))
+		var phys, runEnd uint64
+		fresh := false // the run's blocks read as zeros: pad, never read
+		switch {
+		case !ok:
+			want := min(min(lastBlk+1, holeEnd)-lblk, maxInitExtent)
+			start, got, err := w.allocBlocks(w.xgoal(x, ino, lblk), uint32(want))
+			if err != nil {
+				return done, err
 			}
 			if err := w.addIBlocks(raw, int64(got)); err != nil {
+				w.freeBlocks(start, uint64(got))
 				return done, err
 			}
-			exts, leaf = nexts, nleaf
-			phys, fresh = start, true
-			freshLo, freshHi = lblk, lblk+uint64(got)
-		}
-		dev := int64(phys << v.bsBits)
-		if n == bs {
-			if err := w.writeDataAt(p[done:done+n], dev); err != nil {
+			if err := w.xinsert(ino, raw, xent{l: uint32(lblk), n: got, p: start}); err != nil {
+				w.freeBlocks(start, uint64(got))
+				w.addIBlocks(raw, -int64(got))
 				return done, err
 			}
-		} else {
-			if fresh {
-				clear(buf)
-			} else if err := v.readBlock(phys, buf); err != nil {
-				return done, err
-			}
-			copy(buf[within:], p[done:done+n])
-			if err := w.writeDataAt(buf, dev); err != nil {
-				return done, err
+			phys, runEnd, fresh = start, lblk+uint64(got), true
+		default:
+			phys = e.p + (lblk - uint64(e.l))
+			runEnd = min(e.end(), lastBlk+1)
+			if e.u {
+				// ext4_ext_convert_to_initialized: exactly the blocks written.
+				if err := w.xsetState(ino, raw, lblk, runEnd, false); err != nil {
+					return done, err
+				}
+				fresh = true
 			}
 		}
+		n, err := w.writeRun(p[done:], pos, phys, runEnd, fresh)
 		done += n
+		if err != nil {
+			return done, err
+		}
 	}
 	return done, nil
+}
+
+// writeRun writes the head of p at byte pos, whose block is at phys, up
+// to the end of logical block runEnd-1 (contiguous on the device): partial
+// blocks through w.dbuf (read first unless fresh), whole blocks in one
+// write from p.
+func (w *Writer) writeRun(p []byte, pos int64, phys, runEnd uint64, fresh bool) (int, error) {
+	v := w.v
+	bs := int(v.bs)
+	n := int(min(int64(len(p)), int64(runEnd<<v.bsBits)-pos))
+	dev := int64(phys<<v.bsBits) + pos&int64(bs-1)
+	done := 0
+	if within := int(pos & int64(bs-1)); within != 0 || n < bs {
+		k := min(bs-within, n)
+		if err := w.writePartial(phys, within, p[:k], fresh); err != nil {
+			return 0, err
+		}
+		done = k
+	}
+	if whole := (n - done) &^ (bs - 1); whole > 0 {
+		if err := w.writeDataAt(p[done:done+whole], dev+int64(done)); err != nil {
+			return done, err
+		}
+		done += whole
+	}
+	if done < n {
+		blk := uint64(dev+int64(done)) >> v.bsBits
+		if err := w.writePartial(blk, 0, p[done:n], fresh); err != nil {
+			return done, err
+		}
+		done = n
+	}
+	return done, nil
+}
+
+// writePartial writes data at byte within of block blk, keeping the rest
+// of the block (zeros when fresh).
+func (w *Writer) writePartial(blk uint64, within int, data []byte, fresh bool) error {
+	if len(w.dbuf) != int(w.v.bs) {
+		w.dbuf = make([]byte, w.v.bs)
+	}
+	buf := w.dbuf
+	if fresh {
+		clear(buf)
+	} else if err := w.v.readBlock(blk, buf); err != nil {
+		return err
+	}
+	copy(buf[within:], data)
+	return w.writeDataAt(buf, int64(blk<<w.v.bsBits))
 }
 
 // Truncate sets regular file ino's size, freeing the blocks past a
@@ -315,12 +417,8 @@ func (w *Writer) Truncate(ino uint32, size int64) error {
 	if err != nil {
 		return err
 	}
-	switch iMode(raw) & S_IFMT {
-	case S_IFREG:
-	case S_IFDIR:
-		return syscall.EISDIR
-	default:
-		return syscall.EINVAL
+	if err := regular(raw, syscall.EINVAL); err != nil {
+		return err
 	}
 	if size < 0 {
 		return syscall.EINVAL
@@ -333,7 +431,9 @@ func (w *Writer) Truncate(ino uint32, size int64) error {
 			return err
 		}
 	}
-	if uint64(size) < iSize(raw) {
+	// ext4_setattr truncates at an unchanged size too, dropping blocks
+	// preallocated past the end (fallocate KEEP_SIZE).
+	if uint64(size) <= iSize(raw) {
 		if err := w.cutBlocks(ino, raw, uint64(size)); err != nil {
 			return err
 		}
@@ -347,52 +447,44 @@ func (w *Writer) Truncate(ino uint32, size int64) error {
 }
 
 // cutBlocks frees ino's blocks past size and zeroes the tail of the block
-// holding size, updating raw's extents and i_blocks.
+// holding size, updating raw's extent tree and i_blocks.
 func (w *Writer) cutBlocks(ino uint32, raw []byte, size uint64) error {
+	if iFlags(raw)&FlagExtents == 0 {
+		return w.cutBlocksMap(ino, raw, size) // rwblockmap.go
+	}
 	v := w.v
-	exts, leaf, err := w.loadExtents(ino, raw)
+	keep := (size + v.bs - 1) >> v.bsBits
+	if err := w.xremove(ino, raw, keep, 1<<32); err != nil {
+		return err
+	}
+	return w.zeroPartial(ino, raw, size, keep<<v.bsBits)
+}
+
+// zeroPartial zeroes bytes [from, to) of ino, which lie in one block,
+// when that block is mapped and initialised (holes and unwritten blocks
+// read as zeros already), as ext4_block_zero_page_range.
+func (w *Writer) zeroPartial(ino uint32, raw []byte, from, to uint64) error {
+	v := w.v
+	if from >= to {
+		return nil
+	}
+	lblk := from >> v.bsBits
+	x, err := w.xfind(ino, raw, uint32(lblk))
 	if err != nil {
 		return err
 	}
-	keep := (size + v.bs - 1) >> v.bsBits
-	var out []wext
-	var freed int64
-	for _, e := range exts {
-		switch {
-		case uint64(e.l) >= keep:
-			if err := w.freeBlocks(e.p, uint64(e.n)); err != nil {
-				return err
-			}
-			freed += int64(e.n)
-		case uint64(e.l)+uint64(e.n) > keep:
-			k := keep - uint64(e.l)
-			if err := w.freeBlocks(e.p+k, uint64(e.n)-k); err != nil {
-				return err
-			}
-			freed += int64(uint64(e.n) - k)
-			e.n = uint32(k)
-			out = append(out, e)
-		default:
-			out = append(out, e)
-		}
+	e, ok, _ := x.at(uint32(lblk))
+	if !ok || e.u {
+		return nil
 	}
-	if err := w.addIBlocks(raw, -freed); err != nil {
+	phys := e.p + (lblk - uint64(e.l))
+	if len(w.dbuf) != int(v.bs) {
+		w.dbuf = make([]byte, v.bs)
+	}
+	buf := w.dbuf
+	if err := v.readBlock(phys, buf); err != nil {
 		return err
 	}
-	if _, err := w.storeExtents(ino, raw, out, leaf); err != nil {
-		return err
-	}
-	if within := size & (v.bs - 1); within != 0 {
-		if phys, ok, _ := lookupExt(out, size>>v.bsBits); ok {
-			buf := make([]byte, v.bs)
-			if err := v.readBlock(phys, buf); err != nil {
-				return err
-			}
-			clear(buf[within:])
-			if err := w.writeDataAt(buf, int64(phys<<v.bsBits)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	clear(buf[from&(v.bs-1) : (to-1)&(v.bs-1)+1])
+	return w.writeDataAt(buf, int64(phys<<v.bsBits))
 }

@@ -566,12 +566,21 @@ func (h *rwHandle) WriteIter(src iov.Iter, off int64) (int, error) {
 	return done, nil
 }
 
-// Append implements vfs.Appender.
+// Append implements vfs.Appender. A single segment is written from the
+// caller's buffer, without a copy.
 func (h *rwHandle) Append(src iov.Iter) (int64, int, error) {
+	if seg := src.Segment(); len(seg) == src.Len() {
+		return h.fs.w.Append(h.ino, seg)
+	}
 	p := make([]byte, src.Len())
 	src.CopyIn(p)
 	off, n, err := h.fs.w.Append(h.ino, p)
 	return off, n, h.fs.check("ext4_file_write_iter", err)
+}
+
+// Fallocate implements vfs.Fallocater (rwfalloc.go).
+func (h *rwHandle) Fallocate(mode uint32, off, length int64) error {
+	return h.fs.w.Fallocate(h.ino, mode, off, length)
 }
 
 // Sync implements vfs.Syncer: it commits the running transaction (which

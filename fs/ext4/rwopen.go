@@ -58,7 +58,7 @@ func (w *Writer) View(fn func(v *Volume) error) error {
 func (w *Writer) ReadAt(ino uint32, p []byte, off int64) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	raw, err := w.getInode(ino)
+	raw, err := w.inodeScratch(ino)
 	if err != nil {
 		return 0, err
 	}
@@ -76,33 +76,35 @@ func (w *Writer) ReadAt(ino uint32, p []byte, off int64) (int, error) {
 	if iFlags(raw)&FlagInlineData != 0 {
 		return w.readInline(ino, raw, p, off) // rwinline.go
 	}
-	exts, _, err := w.loadExtents(ino, raw)
-	if err != nil {
-		return 0, err
+	if iFlags(raw)&FlagExtents == 0 {
+		return w.readAtMap(ino, raw, p, off) // rwblockmap.go
 	}
 	v := w.v
-	bs := int64(v.bs)
 	done := 0
 	for done < len(p) {
 		pos := off + int64(done)
 		lblk := uint64(pos) >> v.bsBits
-		within := pos & (bs - 1)
-		phys, ok, next := lookupExt(exts, lblk)
-		if !ok {
-			// A hole runs to the next extent.
+		x, err := w.xfind(ino, raw, uint32(lblk))
+		if err != nil {
+			return done, err
+		}
+		e, ok, holeEnd := x.at(uint32(lblk))
+		if !ok || e.u {
+			// A hole runs to the next extent; unwritten blocks read as zeros.
 			end := int64(len(p))
-			if next < len(exts) {
-				end = min(end, int64(exts[next].l)<<v.bsBits-off)
+			if !ok {
+				end = min(end, int64(holeEnd<<v.bsBits)-off)
+			} else {
+				end = min(end, int64(e.end()<<v.bsBits)-off)
 			}
 			clear(p[done:end])
 			done = int(end)
 			continue
 		}
 		// The run of the extent holding lblk, in one device read.
-		e := exts[next-1]
-		runEnd := int64(uint64(e.l)+uint64(e.n))<<v.bsBits - off
-		n := int(min(int64(len(p)), runEnd) - int64(done))
-		if err := readFull(v.dev, p[done:done+n], int64(phys<<v.bsBits)+within); err != nil {
+		n := int(min(int64(len(p)), int64(e.end()<<v.bsBits)-off) - int64(done))
+		phys := e.p + (lblk - uint64(e.l))
+		if err := readFull(v.dev, p[done:done+n], int64(phys<<v.bsBits)+pos&int64(v.bs-1)); err != nil {
 			return done, err
 		}
 		done += n
@@ -118,12 +120,15 @@ func (w *Writer) Append(ino uint32, p []byte) (int64, int, error) {
 	w.appendMu.Lock()
 	defer w.appendMu.Unlock()
 	w.mu.Lock()
-	raw, err := w.getInode(ino)
+	raw, err := w.inodeScratch(ino)
+	var off int64
+	if err == nil {
+		off = int64(iSize(raw))
+	}
 	w.mu.Unlock()
 	if err != nil {
 		return 0, 0, err
 	}
-	off := int64(iSize(raw))
 	n, err := w.WriteAt(ino, p, off)
 	return off, n, err
 }
