@@ -622,3 +622,38 @@ func (w *Writer) readAtMap(ino uint32, raw []byte, p []byte, off int64) (int, er
 	}
 	return done, nil
 }
+
+// removeMapRange frees logical blocks [lo, hi) of block-mapped inode ino
+// (a punched hole, as ext4_ind_remove_space), updating raw's map and
+// i_blocks; indirect blocks left empty are freed by storeExtents.
+func (w *Writer) removeMapRange(ino uint32, raw []byte, lo, hi uint64) error {
+	exts, leaf, err := w.loadExtents(ino, raw)
+	if err != nil {
+		return err
+	}
+	var out []wext
+	var freed int64
+	for _, e := range exts {
+		s, t := uint64(e.l), uint64(e.l)+uint64(e.n)
+		if t <= lo || s >= hi {
+			out = append(out, e)
+			continue
+		}
+		a, b := max(s, lo), min(t, hi)
+		if err := w.freeBlocks(e.p+(a-s), b-a); err != nil {
+			return err
+		}
+		freed += int64(b - a)
+		if s < a {
+			out = append(out, wext{l: e.l, n: uint32(a - s), p: e.p})
+		}
+		if b < t {
+			out = append(out, wext{l: uint32(b), n: uint32(t - b), p: e.p + (b - s)})
+		}
+	}
+	if err := w.addIBlocks(raw, -freed); err != nil {
+		return err
+	}
+	_, err = w.storeExtents(ino, raw, out, leaf)
+	return err
+}

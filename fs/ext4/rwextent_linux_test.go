@@ -26,7 +26,9 @@ import (
 )
 
 func (k kernelTarget) fallocate(p string, mode uint32, off, n int64) error {
-	fd, err := unix.Open(k.abs(p), unix.O_WRONLY, 0)
+	// O_NONBLOCK: a FIFO the sequence made gives ENXIO instead of
+	// waiting for a reader.
+	fd, err := unix.Open(k.abs(p), unix.O_WRONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
@@ -37,6 +39,9 @@ func (k kernelTarget) fallocate(p string, mode uint32, off, n int64) error {
 func (x writerTarget) fallocate(p string, mode uint32, off, n int64) error {
 	ino, err := x.final(p)
 	if err != nil {
+		return err
+	}
+	if err := openSpecialErr(x.w, ino); err != nil { // the kernel side's open
 		return err
 	}
 	return x.w.Fallocate(ino, mode, off, n)

@@ -75,7 +75,9 @@ func (w *Writer) Fallocate(ino uint32, mode uint32, off, length int64) error {
 	default:
 		return syscall.EOPNOTSUPP
 	}
-	if iFlags(raw)&FlagExtents == 0 {
+	if iFlags(raw)&FlagExtents == 0 && mode != unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE {
+		// Only ext4_punch_hole handles block-mapped files
+		// (ext4_ind_remove_space); preallocation needs extents.
 		return syscall.EOPNOTSUPP
 	}
 	if mode == unix.FALLOC_FL_COLLAPSE_RANGE || mode == unix.FALLOC_FL_INSERT_RANGE {
@@ -111,7 +113,11 @@ func (w *Writer) Fallocate(ino uint32, mode uint32, off, length int64) error {
 		}
 		ferr = w.zeroEdges(ino, raw, uint64(off), end)
 		if ferr == nil && lo < hi {
-			ferr = w.xremove(ino, raw, lo, hi)
+			if iFlags(raw)&FlagExtents == 0 {
+				ferr = w.removeMapRange(ino, raw, lo, hi) // rwblockmap.go
+			} else {
+				ferr = w.xremove(ino, raw, lo, hi)
+			}
 		}
 		touch(raw, now, tMtime, tCtime)
 	case unix.FALLOC_FL_ZERO_RANGE:

@@ -469,15 +469,28 @@ func (w *Writer) zeroPartial(ino uint32, raw []byte, from, to uint64) error {
 		return nil
 	}
 	lblk := from >> v.bsBits
-	x, err := w.xfind(ino, raw, uint32(lblk))
-	if err != nil {
-		return err
+	var phys uint64
+	if iFlags(raw)&FlagExtents == 0 {
+		exts, _, err := w.loadExtents(ino, raw) // block map (rwblockmap.go)
+		if err != nil {
+			return err
+		}
+		p, ok, _ := lookupExt(exts, lblk)
+		if !ok {
+			return nil
+		}
+		phys = p
+	} else {
+		x, err := w.xfind(ino, raw, uint32(lblk))
+		if err != nil {
+			return err
+		}
+		e, ok, _ := x.at(uint32(lblk))
+		if !ok || e.u {
+			return nil
+		}
+		phys = e.p + (lblk - uint64(e.l))
 	}
-	e, ok, _ := x.at(uint32(lblk))
-	if !ok || e.u {
-		return nil
-	}
-	phys := e.p + (lblk - uint64(e.l))
 	if len(w.dbuf) != int(v.bs) {
 		w.dbuf = make([]byte, v.bs)
 	}
