@@ -662,18 +662,31 @@ func snapshot(t *testing.T, w *Writer) map[string]string {
 			}
 			return nil
 		})
+		// The entries of this directory: keys prefix+"/"+name.
+		in := func(k string) bool { return k[:strings.LastIndexByte(k, '/')] == prefix }
+		var subdirs []string
 		for k, line := range out {
-			if path.Dir(k) != prefix || !strings.Contains(line, "mode=4") {
+			if !in(k) || !strings.Contains(line, "mode=4") {
 				continue
 			}
-			var ino uint32
-			fmt.Sscanf(line, "ino=%d", &ino)
-			if !strings.HasSuffix(k, "/lost+found") {
-				walk(ino, k)
+			if b := path.Base(k); b != "." && b != ".." && b != "lost+found" {
+				subdirs = append(subdirs, k)
 			}
 		}
+		for _, k := range subdirs {
+			var ino uint32
+			fmt.Sscanf(out[k], "ino=%d", &ino)
+			walk(ino, k)
+		}
+		if w.Data != DataJournal {
+			// Under data=ordered an overwrite of allocated blocks goes
+			// to them in place before its transaction commits (as on
+			// Linux), so a cut can show new bytes under old metadata:
+			// only the metadata is atomic, and only it is compared.
+			return
+		}
 		for k, line := range out {
-			if path.Dir(k) != prefix || !strings.Contains(line, "mode=100") {
+			if !in(k) || !strings.Contains(line, "mode=100") {
 				continue
 			}
 			var ino uint32
@@ -790,6 +803,7 @@ func TestWriterCrash(t *testing.T) {
 				if err != nil {
 					t.Fatalf("trial %d (cut at write %d): recovery: %v", trial, cut, err)
 				}
+				w2.Data = fsets.data // snapshot compares data under data=journal
 				for _, l := range logs {
 					if strings.Contains(l, "recovered") && !strings.Contains(l, "recovered 0") {
 						replayed++
