@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -57,7 +58,7 @@ func TestExt4Export(t *testing.T) {
 		t.Fatalf("mke2fs: %v\n%s", err, out)
 	}
 	kmnt := t.TempDir()
-	if out, err := exec.Command("mount", "-o", "loop,ro", img, kmnt).CombinedOutput(); err != nil {
+	if out, err := testenv.Mount("-o", "loop,ro", img, kmnt); err != nil {
 		t.Fatalf("mount -o loop: %v\n%s", err, out)
 	}
 	t.Cleanup(func() {

@@ -163,7 +163,7 @@ func TestMountExt4ReadWrite(t *testing.T) {
 	}
 	kmnt := filepath.Join(dir, "kernel")
 	os.Mkdir(kmnt, 0o755)
-	if b, err := exec.Command("mount", "-o", "loop,ro", img, kmnt).CombinedOutput(); err != nil {
+	if b, err := testenv.Mount("-o", "loop,ro", img, kmnt); err != nil {
 		t.Fatalf("kernel mount: %v\n%s", err, b)
 	}
 	defer exec.Command("umount", kmnt).Run()

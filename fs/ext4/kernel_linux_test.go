@@ -18,7 +18,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/iovfs/iovfs/internal/testenv"
 	"golang.org/x/sys/unix"
@@ -40,18 +39,11 @@ func needRoot(t *testing.T) {
 func kmount(t *testing.T, img string, opts string) (string, func()) {
 	t.Helper()
 	dir := t.TempDir()
-	// Right after an unmount of the same image the kernel may still be
-	// tearing down its autoclear loop device, which mount(8) then tries to
-	// reuse and gets EBUSY ("already mounted or mount point busy"): retry.
-	for try := 1; ; try++ {
-		out, err := exec.Command("mount", "-t", "ext4", "-o", "loop,"+opts, img, dir).CombinedOutput()
-		if err == nil {
-			break
-		}
-		if try == 5 || !strings.Contains(string(out), "busy") {
-			t.Fatalf("mount %s: %v\n%s", img, err, out)
-		}
-		time.Sleep(time.Duration(try) * 200 * time.Millisecond)
+	// testenv.Mount retries the EBUSY of a loop device still being torn
+	// down (right after an unmount of the same image) or taken by another
+	// test package's mount at the same moment.
+	if out, err := testenv.Mount("-t", "ext4", "-o", "loop,"+opts, img, dir); err != nil {
+		t.Fatalf("mount %s: %v\n%s", img, err, out)
 	}
 	done := false
 	um := func() {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/iovfs/iovfs/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -44,7 +45,7 @@ func TestMountTypeKernel(t *testing.T) {
 	{
 		src := filepath.Join(dir, "ext3.img")
 		mnt := t.TempDir()
-		if out, err := exec.Command("mount", "-t", "ext3", "-o", "loop,rw,commit=600", src, mnt).CombinedOutput(); err != nil {
+		if out, err := testenv.Mount("-t", "ext3", "-o", "loop,rw,commit=600", src, mnt); err != nil {
 			t.Fatalf("mount: %v\n%s", err, out)
 		}
 		err := os.WriteFile(filepath.Join(mnt, "f"), []byte("journalled"), 0o644)

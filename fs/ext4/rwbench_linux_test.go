@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/iovfs/iovfs/internal/testenv"
 	"golang.org/x/sys/unix"
 
 	"github.com/iovfs/iovfs/vfs"
@@ -60,7 +61,7 @@ func rwSidesOf(b *testing.B, typ string) map[string]rwSide {
 	data, _ := os.ReadFile(img)
 	os.WriteFile(kimg, data, 0o600)
 	mnt := b.TempDir()
-	if out, err := exec.Command("mount", "-t", typ, "-o", "loop,noinit_itable", kimg, mnt).CombinedOutput(); err != nil {
+	if out, err := testenv.Mount("-t", typ, "-o", "loop,noinit_itable", kimg, mnt); err != nil {
 		b.Fatalf("mount: %v\n%s", err, out)
 	}
 	b.Cleanup(func() { exec.Command("umount", mnt).Run() })

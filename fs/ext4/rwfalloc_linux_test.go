@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/iovfs/iovfs/internal/testenv"
 	"golang.org/x/sys/unix"
 
 	"github.com/iovfs/iovfs/vfs"
@@ -34,7 +35,7 @@ func TestVFSFallocateDifferential(t *testing.T) {
 	}
 	t.Cleanup(func() { p.Unmount("/mnt", 0) })
 	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+	if out, err := testenv.Mount("-o", "loop", img, mnt); err != nil {
 		t.Fatalf("mount: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/iovfs/iovfs/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -129,7 +130,7 @@ func TestVFSReadWriteMeta(t *testing.T) {
 		t.Fatalf("e2fsck -fn: %v\n%s", err, o)
 	}
 	mnt := t.TempDir()
-	if o, err := exec.Command("mount", "-o", "loop,ro,noload,nodev", out, mnt).CombinedOutput(); err != nil {
+	if o, err := testenv.Mount("-o", "loop,ro,noload,nodev", out, mnt); err != nil {
 		t.Fatalf("mount: %v\n%s", err, o)
 	}
 	defer exec.Command("umount", mnt).Run()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iovfs/iovfs/internal/testenv"
 	"golang.org/x/sys/unix"
 
 	"github.com/iovfs/iovfs/vfs"
@@ -109,7 +110,7 @@ func TestVFSReadWriteMount(t *testing.T) {
 		t.Fatalf("e2fsck -fn: %v\n%s", err, o)
 	}
 	mnt := t.TempDir()
-	if o, err := exec.Command("mount", "-o", "loop,ro,noload", out, mnt).CombinedOutput(); err != nil {
+	if o, err := testenv.Mount("-o", "loop,ro,noload", out, mnt); err != nil {
 		t.Fatalf("mount: %v\n%s", err, o)
 	}
 	defer exec.Command("umount", mnt).Run()
