@@ -30,7 +30,8 @@ SIGTERM (or umount MOUNTPOINT). Needs /dev/fuse, and root or fusermount3.
   iovfs mount -t devfs none MOUNTPOINT
 
 Options (-o, comma-separated): ro mounts read-only; the others go to the
-file system (tmpfs size=, mode=; ext4 dax, nodax, commit=N). The ext4
+file system (tmpfs size=, mode=; ext4 dax, nodax, commit=N, noload,
+data=ordered|journal, errors=continue|remount-ro|panic, bcache=SIZE). The ext4
 image goes through an in-process loop device: it needs no privilege of
 its own. Without ro it is mounted read-write with iovfs's journaled
 writer, which refuses, naming it, an on-disk feature it cannot write.
