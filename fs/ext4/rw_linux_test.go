@@ -493,17 +493,52 @@ func diffTrees(t *testing.T, want, got map[string]string) {
 	}
 }
 
-func rwSequenceCounts() (seqs, ops int) {
-	seqs, ops = 12, 300
+// sequenceCounts is how many sequences of how many operations a rapid
+// differential runs: seqs x ops by default, shortSeqs x shortOps under
+// -short or -race, and IOVFS_EXT4RW_SEQS x 500 when that is set (the full
+// runs the closing notes report).
+func sequenceCounts(seqs, ops, shortSeqs, shortOps int) (int, int) {
 	if testing.Short() || rwRace {
-		seqs, ops = 3, 150
+		seqs, ops = shortSeqs, shortOps
 	}
 	if s := os.Getenv("IOVFS_EXT4RW_SEQS"); s != "" {
 		seqs, _ = strconv.Atoi(s)
 		ops = 500
 	}
-	return
+	return seqs, ops
 }
+
+// kernelTwin sets up a differential's two sides on copies of image orig:
+// the kernel's, a loop mount (options opts, unmounted at cleanup or by
+// um) of dir/k.img, and the Writer's, on an in-memory device.
+func kernelTwin(t *testing.T, dir string, orig []byte, opts string) (kimg, mnt string, um func(), dev memWDev, w *Writer) {
+	t.Helper()
+	kimg = filepath.Join(dir, "k.img")
+	if err := os.WriteFile(kimg, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mnt, um = kmount(t, kimg, opts)
+	dev = memWDev(bytes.Clone(orig))
+	w, err := OpenWriter(dev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kimg, mnt, um, dev, w
+}
+
+// checkedImage writes the Writer's device to dir/w.img, checks it with
+// e2fsck -fn and returns its path.
+func checkedImage(t *testing.T, dir string, dev memWDev) string {
+	t.Helper()
+	wimg := filepath.Join(dir, "w.img")
+	if err := os.WriteFile(wimg, dev, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e2fsckClean(t, wimg)
+	return wimg
+}
+
+func rwSequenceCounts() (seqs, ops int) { return sequenceCounts(12, 300, 3, 150) }
 
 // TestWriterKernelDifferential: the oracle test of the Writer (see the
 // file comment). IOVFS_EXT4RW_SEQS=200 runs the full 200 x 500.
@@ -525,16 +560,7 @@ func TestWriterKernelDifferential(t *testing.T) {
 			seen := map[string]int{}
 			for s := 0; s < seqs; s++ {
 				seed := int64(s*1000 + len(fsets.name))
-				kimg := filepath.Join(dir, "k.img")
-				if err := os.WriteFile(kimg, orig, 0o600); err != nil {
-					t.Fatal(err)
-				}
-				mnt, um := kmount(t, kimg, "rw,nodev"+rwModeOpts(fsets.name)) // nodev: the sequences' device nodes open nothing
-				dev := memWDev(bytes.Clone(orig))
-				w, err := OpenWriter(dev, Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				_, mnt, um, dev, w := kernelTwin(t, dir, orig, "rw,nodev"+rwModeOpts(fsets.name)) // nodev: the sequences' device nodes open nothing
 				w.Data = rwModeData(fsets.name)
 				runSequence(t, rand.New(rand.NewSource(seed)), ops, kernelTarget{mnt}, writerTarget{w, umask}, seen)
 				// SEEK_DATA on a block-mapped file of a live kernel mount
@@ -543,11 +569,7 @@ func TestWriterKernelDifferential(t *testing.T) {
 				want := treeOf(t, mnt)
 				um()
 				w.Close()
-				wimg := filepath.Join(dir, "w.img")
-				if err := os.WriteFile(wimg, dev, 0o600); err != nil {
-					t.Fatal(err)
-				}
-				e2fsckClean(t, wimg)
+				wimg := checkedImage(t, dir, dev)
 				wm, wum := kmount(t, wimg, "ro,noload")
 				got := treeOf(t, wm)
 				wum()

@@ -1,7 +1,6 @@
 package ext4
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand"
 	"os"
@@ -69,16 +68,7 @@ func TestWriterBlockMapLevels(t *testing.T) {
 				bs = 4096
 			}
 			starts := blockMapLevels(bs)
-			kimg := filepath.Join(dir, "k.img")
-			if err := os.WriteFile(kimg, orig, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			mnt, um := kmount(t, kimg, "rw")
-			dev := memWDev(bytes.Clone(orig))
-			w, err := OpenWriter(dev, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			kimg, mnt, um, dev, w := kernelTwin(t, dir, orig, "rw")
 			k, x := kernelTarget{mnt}, writerTarget{w, umask}
 			limit := w.maxBitmapBytes() // checked against the kernel's below
 			data := func(n int, seed byte) []byte {
@@ -174,11 +164,7 @@ func TestWriterBlockMapLevels(t *testing.T) {
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
-			wimg := filepath.Join(dir, "w.img")
-			if err := os.WriteFile(wimg, dev, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			e2fsckClean(t, wimg)
+			wimg := checkedImage(t, dir, dev)
 			e2fsckClean(t, kimg)
 			wm, wum := kmount(t, wimg, "ro,noload")
 			got := treeOf(t, wm)

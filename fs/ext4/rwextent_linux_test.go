@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -309,14 +308,7 @@ var deepFeatureSets = []struct {
 func TestWriterExtentDifferential(t *testing.T) {
 	needRoot(t)
 	needMke2fs(t)
-	seqs, ops := 4, 300
-	if testing.Short() || rwRace {
-		seqs, ops = 1, 200
-	}
-	if s := os.Getenv("IOVFS_EXT4RW_SEQS"); s != "" {
-		seqs, _ = strconv.Atoi(s)
-		ops = 500
-	}
+	seqs, ops := sequenceCounts(4, 300, 1, 200)
 	umask := uint32(syscall.Umask(0))
 	syscall.Umask(int(umask))
 	for _, fs := range deepFeatureSets {
@@ -333,16 +325,7 @@ func TestWriterExtentDifferential(t *testing.T) {
 			depths := map[int]int{}
 			for s := 0; s < seqs; s++ {
 				seed := int64(s*7919 + fs.bs + len(fs.name))
-				kimg := filepath.Join(dir, "k.img")
-				if err := os.WriteFile(kimg, orig, 0o600); err != nil {
-					t.Fatal(err)
-				}
-				mnt, um := kmount(t, kimg, "rw")
-				dev := memWDev(bytes.Clone(orig))
-				w, err := OpenWriter(dev, Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				kimg, mnt, um, dev, w := kernelTwin(t, dir, orig, "rw")
 				w.Batch = true
 				k, x := kernelTarget{mnt}, writerTarget{w, umask}
 				k.mkdir("d", 0o755)
@@ -363,11 +346,7 @@ func TestWriterExtentDifferential(t *testing.T) {
 				km, kum := kmount(t, kimg, "ro,noload")
 				want, wantMaps := treeOf(t, km), extentMaps(t, km)
 				kum()
-				wimg := filepath.Join(dir, "w.img")
-				if err := os.WriteFile(wimg, dev, 0o600); err != nil {
-					t.Fatal(err)
-				}
-				e2fsckClean(t, wimg)
+				wimg := checkedImage(t, dir, dev)
 				wm, wum := kmount(t, wimg, "ro,noload")
 				got, gotMaps := treeOf(t, wm), extentMaps(t, wm)
 				wum()

@@ -264,17 +264,7 @@ func diskOrder(t *testing.T, img []byte, p string) []string {
 	return out
 }
 
-func htreeSeqCounts() (seqs, ops int) {
-	seqs, ops = 4, 300
-	if testing.Short() || rwRace {
-		seqs, ops = 1, 150
-	}
-	if s := os.Getenv("IOVFS_EXT4RW_SEQS"); s != "" {
-		seqs, _ = strconv.Atoi(s)
-		ops = 500
-	}
-	return
-}
+func htreeSeqCounts() (seqs, ops int) { return sequenceCounts(4, 300, 1, 150) }
 
 // TestWriterHtreeKernelDifferential: random sequences over directories
 // that grow into htrees (long names, bursts of creates and unlinks,
@@ -304,16 +294,7 @@ func TestWriterHtreeKernelDifferential(t *testing.T) {
 			hashes := map[string]int{}
 			for q := 0; q < seqs; q++ {
 				seed := int64(q*1000 + len(fs.name))
-				kimg := filepath.Join(dir, "k.img")
-				if err := os.WriteFile(kimg, orig, 0o600); err != nil {
-					t.Fatal(err)
-				}
-				mnt, um := kmount(t, kimg, "rw")
-				dev := memWDev(bytes.Clone(orig))
-				w, err := OpenWriter(dev, Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				kimg, mnt, um, dev, w := kernelTwin(t, dir, orig, "rw")
 				s := &htreeSeq{r: rand.New(rand.NewSource(seed)), k: kernelTarget{mnt}, x: writerTarget{w, umask}, live: map[string]bool{}, dirs: map[string]bool{}, seen: seen, long: fs.long}
 				s.do(t, "mkdir h", func() error { return s.k.mkdir("h", 0o755) }, func() error { return s.x.mkdir("h", 0o755) })
 				s.do(t, "mkdir g", func() error { return s.k.mkdir("g", 0o755) }, func() error { return s.x.mkdir("g", 0o755) })
@@ -325,11 +306,7 @@ func TestWriterHtreeKernelDifferential(t *testing.T) {
 				if err := w.Close(); err != nil {
 					t.Fatal(err)
 				}
-				wimg := filepath.Join(dir, "w.img")
-				if err := os.WriteFile(wimg, dev, 0o600); err != nil {
-					t.Fatal(err)
-				}
-				e2fsckClean(t, wimg)
+				wimg := checkedImage(t, dir, dev)
 				wm, wum := kmount(t, wimg, "ro,noload")
 				got := treeOf(t, wm)
 				wum()
@@ -424,14 +401,7 @@ func TestWriterHtreeIndexFull(t *testing.T) {
 			base := filepath.Join(dir, "base.img")
 			mkfsHtree(t, base, 96, c.mkfs, "", false)
 			orig, _ := os.ReadFile(base)
-			kimg := filepath.Join(dir, "k.img")
-			os.WriteFile(kimg, orig, 0o600)
-			mnt, um := kmount(t, kimg, "rw")
-			dev := memWDev(bytes.Clone(orig))
-			w, err := OpenWriter(dev, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			kimg, mnt, um, dev, w := kernelTwin(t, dir, orig, "rw")
 			w.Batch = true
 			if err := unix.Mkdir(filepath.Join(mnt, "d"), 0o755); err != nil {
 				t.Fatal(err)

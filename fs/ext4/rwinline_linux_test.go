@@ -102,11 +102,7 @@ func TestWriterInline(t *testing.T) {
 		runSequence(t, rand.New(rand.NewSource(seed)), ops, tmpfsOracle{kernelTarget{oracle}}, writerTarget{w, umask}, seen)
 		w.Close()
 		converted += countInline(t, orig) - countInline(t, dev)
-		wimg := filepath.Join(dir, "w.img")
-		if err := os.WriteFile(wimg, dev, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		e2fsckClean(t, wimg)
+		wimg := checkedImage(t, dir, dev)
 		want := treeOf(t, oracle)
 		os.RemoveAll(oracle)
 		wm, wum := kmount(t, wimg, "ro,noload")
