@@ -203,7 +203,7 @@ func buildExport(typ, source string, flags uintptr, data string) (*vfs.Proc, str
 			return nil, "", false, fmt.Errorf("loop device: %w", err)
 		}
 		if err := p.Mount("/dev/loop0", "/mnt", typ, flags, data); err != nil {
-			return nil, "", false, fmt.Errorf("%s: not a file system iovfs knows as %s: %w", source, typ, err)
+			return nil, "", false, fmt.Errorf("%s: cannot mount it as %s: %w", source, typ, err)
 		}
 		return p, "/mnt", false, nil
 	}

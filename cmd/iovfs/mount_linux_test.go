@@ -114,7 +114,8 @@ func TestMountErrors(t *testing.T) {
 		{[]string{"-t", "nfs", "none", dir}, "unknown file system type"},
 		{[]string{"-t", "tmpfs", "none", file}, "is not a directory"},
 		{[]string{"-t", "tmpfs", "none", filepath.Join(dir, "missing")}, "no such file"},
-		{[]string{"-t", "ext4", "-o", "ro", file, dir}, "not a file system iovfs knows"},
+		{[]string{"-t", "ext4", "-o", "ro", file, dir}, "cannot mount it as ext4"},
+		{[]string{"-t", "ext4", "-o", "data=bogus", file, dir}, `bad data= mode "bogus"`},
 		{[]string{"-t", "tmpfs", "none", "/proc"}, "busy"},
 	}
 	for _, c := range cases {
