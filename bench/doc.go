@@ -9,8 +9,11 @@
 // every variant does Params.Ops operations in turn; the order rotates by
 // one variant each round, so drift on the machine hits every variant alike
 // and no variant always runs first or last. Before each variant's turn the
-// harness forces garbage collection until the heap stops shrinking, then
-// reads runtime.MemStats, times the variant's whole batch with the
+// harness forces garbage collection until the heap stops shrinking, has
+// the variant do a quarter of its operations untimed if the experiment
+// asks for it ([Experiment].Warm: zero does, since its host variant's
+// system calls would otherwise be charged to whichever variant follows
+// it, always the same one), then reads runtime.MemStats, times the variant's whole batch with the
 // monotonic clock, and reads runtime.MemStats again: the difference in
 // Mallocs is the variant's allocations (the harness starts no goroutines,
 // so nothing else allocates meanwhile). Variants reuse their buffers.
