@@ -120,8 +120,8 @@ func (p *Proc) Preadv(fd int, iovs [][]byte, off int64) (int, error) {
 	if err != nil || segs == 0 {
 		return 0, err
 	}
-	if err := verifyArea(off, it.Len()); err != nil {
-		return 0, err
+	if off > math.MaxInt64-int64(it.Len()) { // verifyArea: fileAt refused off < 0
+		return 0, errEINVAL
 	}
 	if segs > 1 && f.ird != nil { // readIter's vectored case, a call less
 		return fixCount(f.ird.ReadIter(it, off))

@@ -9,6 +9,8 @@ package vfs
 // RWF_NOAPPEND does not.
 
 import (
+	"math"
+
 	"github.com/iovfs/iovfs/iov"
 	"golang.org/x/sys/unix"
 )
@@ -129,8 +131,8 @@ func (p *Proc) Pwritev(fd int, iovs [][]byte, off int64) (int, error) {
 	if err != nil || segs == 0 {
 		return 0, err
 	}
-	if err := verifyArea(off, it.Len()); err != nil {
-		return 0, err
+	if off > math.MaxInt64-int64(it.Len()) { // verifyArea: fileAt refused off < 0
+		return 0, errEINVAL
 	}
 	if f.mode&fmKillPriv != 0 {
 		p.removePrivs(f)
