@@ -9,8 +9,11 @@
 // every variant does Params.Ops operations in turn; the order rotates by
 // one variant each round, so drift on the machine hits every variant alike
 // and no variant always runs first or last. Before each variant's turn the
-// harness forces garbage collection until the heap stops shrinking, then
-// reads runtime.MemStats, times the variant's whole batch with the
+// harness forces garbage collection until the heap stops shrinking, has
+// the variant do a quarter of its operations untimed if the experiment
+// asks for it ([Experiment].Warm: zero does, since its host variant's
+// system calls would otherwise be charged to whichever variant follows
+// it, always the same one), then reads runtime.MemStats, times the variant's whole batch with the
 // monotonic clock, and reads runtime.MemStats again: the difference in
 // Mallocs is the variant's allocations (the harness starts no goroutines,
 // so nothing else allocates meanwhile). Variants reuse their buffers.
@@ -110,7 +113,10 @@
 //	    "native": true,                 // the driver has its own vectored method
 //	    "ops_per_round": 773,           // vectored calls, and loops of scalar calls, per round
 //	    "vectored": {...}, "scalar": {...},  // as "variants" above; ns_per_op per call or loop
-//	    "ratio": {"a": "preadv", "b": "pread", "median": 0.94, ...}  // as "ratios" above
+//	    "ratio": {"a": "preadv", "b": "pread", "median": 0.94, ...}, // as "ratios" above
+//	    "first_pass": {...}             // only for a cell measured again (--confirm): the first
+//	                                    // pass's ratio, above 1.0 beyond noise; the fields above
+//	                                    // are then the second pass's
 //	  }, ...],
 //	  "summary": "worst cell: ..."      // the text summary line
 //	}
@@ -121,6 +127,9 @@
 // Experiment.Runner, which Run calls instead of its own rounds. Its
 // drivers are a table (matrixDrivers in matrix_drivers.go) of
 // constructors, each returning the four calls measured on one open file.
+// After its rounds, the cells whose ratio's CI lies above 1.0 are measured
+// again in fresh rounds (Matrix.Confirm, --confirm), which alone give
+// their ratio: among hundreds of 95% intervals some exclude 1.0 by chance.
 //
 // # Adding an experiment
 //

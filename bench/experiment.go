@@ -43,6 +43,12 @@ type Experiment struct {
 	// Report, if not nil, writes an extra section after the summary, such
 	// as a table in the shape of the seed's.
 	Report func(w io.Writer, r *Result)
+	// Warm, if true, has each variant do a quarter of its operations
+	// untimed before each timed round, after the heap is settled, so that
+	// a variant is measured in the steady state of its own code and data
+	// rather than in what the variant before it (a system call loop, say)
+	// left in the caches and branch predictors.
+	Warm bool
 	// Runner, if not nil, replaces the harness's rounds for an experiment
 	// whose measurements are not one Op per variant (the matrix): Run
 	// resolves the parameters and calls it with the result to fill in.

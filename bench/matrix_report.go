@@ -38,7 +38,11 @@ func writeMatrix(b *strings.Builder, res *Result) {
 		b.WriteString("no cell ran\n")
 		return
 	}
-	fmt.Fprintf(b, "\nratio vectored / scalar loop (median of %d per-round ratios; + marks a 95%% CI above 1.0, the vectored call slower beyond noise):\n", res.Params.Loops)
+	again := ""
+	if m.Confirm > 0 {
+		again = fmt.Sprintf("; a cell above 1.0 beyond noise was measured again in %d fresh rounds, which give its ratio", m.Confirm)
+	}
+	fmt.Fprintf(b, "\nratio vectored / scalar loop (median of %d per-round ratios; + marks a 95%% CI above 1.0, the vectored call slower beyond noise%s):\n", res.Params.Loops, again)
 	type col struct{ segs, size int }
 	var cols []col
 	for _, segs := range m.Segments {
@@ -78,17 +82,21 @@ func writeMatrix(b *strings.Builder, res *Result) {
 	writeTable(b, rows, right)
 
 	b.WriteString("\nevery cell (ns/op: per vectored call, and per loop of N scalar calls; allocs/op likewise):\n")
-	rows = [][]string{{"cell", "native", "calls/round", "vectored ns/op", "scalar ns/op", "ratio", "95% CI", "allocs/op v", "allocs/op s"}}
+	rows = [][]string{{"cell", "native", "calls/round", "vectored ns/op", "scalar ns/op", "ratio", "95% CI", "allocs/op v", "allocs/op s", "first pass"}}
 	for _, c := range m.Cells {
 		native := "yes"
 		if !c.Native {
 			native = "no"
 		}
+		first := ""
+		if f := c.FirstPass; f != nil {
+			first = fmtRatio(f.Median) + " (" + fmtRatio(f.CI.Low) + " .. " + fmtRatio(f.CI.High) + ")"
+		}
 		rows = append(rows, []string{c.Name(), native, strconv.Itoa(c.Ops), fmtNs(c.Vectored.NsPerOp), fmtNs(c.Scalar.NsPerOp),
 			fmtRatio(c.Ratio.Median) + ratioMark(c.Ratio), fmtRatio(c.Ratio.CI.Low) + " .. " + fmtRatio(c.Ratio.CI.High),
-			fmtCount(c.Vectored.AllocsPerOp), fmtCount(c.Scalar.AllocsPerOp)})
+			fmtCount(c.Vectored.AllocsPerOp), fmtCount(c.Scalar.AllocsPerOp), first})
 	}
-	writeTable(b, rows, []bool{false, false, true, true, true, true, true, true, true})
+	writeTable(b, rows, []bool{false, false, true, true, true, true, true, true, true, false})
 	b.WriteString("\n" + MatrixSummary(m) + "\n")
 }
 
@@ -100,10 +108,13 @@ func MatrixSummary(m *Matrix) string {
 	if w == nil {
 		return "matrix: no cell ran"
 	}
-	above, allocs := 0, 0
+	above, first, allocs := 0, 0, 0
 	for _, c := range m.Cells {
 		if c.Ratio.CI.Low > 1 {
 			above++
+		}
+		if c.FirstPass != nil {
+			first++
 		}
 		if c.Vectored.AllocsPerOp != 0 || c.Scalar.AllocsPerOp != 0 {
 			allocs++
@@ -113,8 +124,12 @@ func MatrixSummary(m *Matrix) string {
 	if w.Ratio.CI.Low > 1 {
 		beyond = "beyond noise"
 	}
-	return fmt.Sprintf("worst cell: %s, vectored/scalar %s (95%% CI %s .. %s, %s); %d of %d cells slower vectored beyond noise; %d cells allocate",
-		w.Name(), fmtRatio(w.Ratio.Median), fmtRatio(w.Ratio.CI.Low), fmtRatio(w.Ratio.CI.High), beyond, above, len(m.Cells), allocs)
+	again := ""
+	if m.Confirm > 0 {
+		again = fmt.Sprintf(" (%d in the first pass, measured again in %d rounds)", first, m.Confirm)
+	}
+	return fmt.Sprintf("worst cell: %s, vectored/scalar %s (95%% CI %s .. %s, %s); %d of %d cells slower vectored beyond noise%s; %d cells allocate",
+		w.Name(), fmtRatio(w.Ratio.Median), fmtRatio(w.Ratio.CI.Low), fmtRatio(w.Ratio.CI.High), beyond, above, len(m.Cells), again, allocs)
 }
 
 // MatrixJSON is the matrix part of an ExperimentJSON.
@@ -139,17 +154,25 @@ type MatrixCellJSON struct {
 	Vectored    VariantJSON `json:"vectored"`
 	Scalar      VariantJSON `json:"scalar"`
 	Ratio       RatioJSON   `json:"ratio"`
+	// FirstPass is the first pass's ratio of a cell measured again
+	// because it was above 1.0 beyond noise; Vectored, Scalar and Ratio
+	// are then the second pass's.
+	FirstPass *RatioJSON `json:"first_pass,omitempty"`
 }
 
 func (m *Matrix) json() *MatrixJSON {
 	x := &MatrixJSON{Drivers: m.Drivers, Segments: m.Segments, Sizes: m.Sizes, CellTimeSeconds: m.CellTime.Seconds(), Window: m.Window, Cells: []MatrixCellJSON{}, Summary: MatrixSummary(m)}
 	for _, c := range m.Cells {
 		r := c.Ratio
-		x.Cells = append(x.Cells, MatrixCellJSON{
+		cell := MatrixCellJSON{
 			Driver: c.Driver, Op: c.Op, Segments: c.Segments, Size: c.Size, Native: c.Native, OpsPerRound: c.Ops,
 			Vectored: c.Vectored.json(), Scalar: c.Scalar.json(),
 			Ratio: RatioJSON{r.A, r.B, r.Median, r.CI.Low, r.CI.High, r.BeyondNoise()},
-		})
+		}
+		if f := c.FirstPass; f != nil {
+			cell.FirstPass = &RatioJSON{f.A, f.B, f.Median, f.CI.Low, f.CI.High, f.BeyondNoise()}
+		}
+		x.Cells = append(x.Cells, cell)
 	}
 	return x
 }

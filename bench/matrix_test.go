@@ -227,7 +227,7 @@ func TestMatrixRun(t *testing.T) {
 	if e == nil {
 		t.Fatal("matrix is not registered")
 	}
-	p := Params{Loops: 3, Extra: map[string]string{"drivers": "null,tmpfs", "segments": "1,8", "sizes": "1,4K", "cell-time": "200us"}}
+	p := Params{Loops: 3, Extra: map[string]string{"drivers": "null,tmpfs", "segments": "1,8", "sizes": "1,4K", "cell-time": "200us", "confirm": "3"}}
 	var rounds bytes.Buffer
 	res, err := Run(e, p, Options{Rounds: &rounds})
 	if err != nil {
@@ -252,7 +252,7 @@ func TestMatrixRun(t *testing.T) {
 			t.Errorf("%s: allocs/op %v, %v", c.Name(), c.Vectored.AllocsPerOp, c.Scalar.AllocsPerOp)
 		}
 	}
-	if got := strings.Count(rounds.String(), "matrix "); got != 4 {
+	if got := strings.Count(rounds.String(), "matrix ") - strings.Count(rounds.String(), "matrix second pass"); got != 4 {
 		t.Errorf("%d round lines, want 4:\n%s", got, rounds.String())
 	}
 	var sum bytes.Buffer
@@ -299,6 +299,57 @@ func TestMatrixRun(t *testing.T) {
 	}
 }
 
+// TestMatrixSecondPass checks that a cell above 1.0 beyond noise is
+// measured again in fresh rounds, which alone give its ratio.
+func TestMatrixSecondPass(t *testing.T) {
+	spin := func(work int) func(int) error {
+		return func(n int) error {
+			x := 0
+			for i := range n * work {
+				x += i
+			}
+			sink = sink[:0]
+			if x < 0 {
+				sink = append(sink, 1)
+			}
+			return nil
+		}
+	}
+	m := &Matrix{Confirm: 4}
+	var pairs []matrixPair
+	for _, name := range []string{"slow", "same"} {
+		c := &MatrixCell{Driver: name, Op: "read", Segments: 1, Size: 1, Ops: 200}
+		c.Vectored = &VariantResult{Name: "preadv", ops: c.Ops}
+		c.Scalar = &VariantResult{Name: "pread", ops: c.Ops}
+		m.Cells = append(m.Cells, c)
+		v := spin(20000)
+		if name == "slow" {
+			v = spin(60000)
+		}
+		pairs = append(pairs, matrixPair{c, v, spin(20000)})
+	}
+	if err := matrixRounds(pairs, 6, "", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range m.Cells {
+		c.ratio()
+	}
+	if err := m.secondPass(pairs, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	slow, same := m.Cells[0], m.Cells[1]
+	if slow.FirstPass == nil || len(slow.Vectored.Rounds) != 4 || len(slow.Scalar.Rounds) != 4 || !(slow.Ratio.Median > 1) {
+		t.Errorf("slow cell: first pass %v, %d and %d rounds, ratio %v; want a first pass, 4 fresh rounds, ratio above 1",
+			slow.FirstPass, len(slow.Vectored.Rounds), len(slow.Scalar.Rounds), slow.Ratio)
+	}
+	if same.FirstPass == nil && len(same.Vectored.Rounds) != 6 {
+		t.Errorf("same cell, not measured again: %d rounds, want the first pass's 6", len(same.Vectored.Rounds))
+	}
+	if s := MatrixSummary(m); !strings.Contains(s, "in the first pass, measured again in 4 rounds") {
+		t.Errorf("summary %q does not name the second pass", s)
+	}
+}
+
 func TestMatrixFlags(t *testing.T) {
 	for _, c := range []struct{ flag, value, want string }{
 		{"drivers", "tmpfs,nope", "no such driver"},
@@ -307,6 +358,7 @@ func TestMatrixFlags(t *testing.T) {
 		{"sizes", "x", "--sizes"},
 		{"cell-time", "soon", "--cell-time"},
 		{"window", "65M", "--window"},
+		{"confirm", "-1", "--confirm"},
 	} {
 		p := Params{Loops: 1, Extra: map[string]string{c.flag: c.value}}
 		_, err := Run(Lookup("matrix"), p, Options{})

@@ -1,7 +1,8 @@
 package bench
 
 // The harness. Measurement discipline, in the order a round applies it:
-// rotate the variant order, settle the heap, read the allocation counters,
+// rotate the variant order, settle the heap, run the untimed warm-up calls
+// (Experiment.Warm), read the allocation counters,
 // time Op.Run(Ops) as a whole, read the counters again. Nothing else runs
 // on the measuring goroutine between the two counter reads, and the harness
 // starts no goroutines, so the allocations counted are the variant's.
@@ -198,7 +199,11 @@ func Run(e *Experiment, p Params, o Options) (res *Result, err error) {
 			if o.Progress != nil {
 				fmt.Fprintf(o.Progress, "\r\033[K%s: %s, %s (%d%%)", e.Name, roundName(round, p.Loops), x.v.Name, 100*(round*len(rs)+j)/total)
 			}
-			d, allocs, bytes, err := measure(x.op.Run, p.Ops)
+			warm := 0
+			if e.Warm {
+				warm = max(1, p.Ops/4)
+			}
+			d, allocs, bytes, err := measure(x.op.Run, p.Ops, warm)
 			if err != nil {
 				return nil, fmt.Errorf("%s/%s: round %d: %w", e.Name, x.v.Name, round, err)
 			}
@@ -228,10 +233,15 @@ func Run(e *Experiment, p Params, o Options) (res *Result, err error) {
 	return res, nil
 }
 
-// measure settles the heap, then times run(n) and counts the heap
-// allocations it makes.
-func measure(run func(int) error, n int) (d time.Duration, allocs, bytes uint64, err error) {
+// measure settles the heap, runs run(warm) untimed if warm > 0, then
+// times run(n) and counts the heap allocations it makes.
+func measure(run func(int) error, n, warm int) (d time.Duration, allocs, bytes uint64, err error) {
 	settle()
+	if warm > 0 {
+		if err := run(warm); err != nil {
+			return 0, 0, 0, err
+		}
+	}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	start := clock()

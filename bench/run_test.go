@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,39 @@ func TestRunToy(t *testing.T) {
 		if !strings.Contains(sum.String(), s) {
 			t.Errorf("summary lacks %q:\n%s", s, sum.String())
 		}
+	}
+}
+
+// TestRunWarm checks Experiment.Warm: before each timed batch a variant
+// does a quarter of its operations untimed, and their allocations are not
+// counted.
+func TestRunWarm(t *testing.T) {
+	var order []string
+	e := toyExperiment(&order)
+	e.Warm = true
+	var ns []int
+	for i, v := range e.Variants {
+		if v.Name == "alloc" {
+			e.Variants[i].Setup = func(Params, any) (Op, error) {
+				return Op{Run: func(n int) error {
+					ns = append(ns, n)
+					for range n {
+						sink = make([]byte, 4096)
+					}
+					return nil
+				}}, nil
+			}
+		}
+	}
+	res, err := Run(e, Params{Ops: 400, Loops: 2}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{100, 400, 100, 400, 100, 400}; !slices.Equal(ns, want) {
+		t.Errorf("alloc ran batches of %v, want %v", ns, want)
+	}
+	if a := res.Variant("alloc").AllocsPerOp; a < 0.99 || a > 1.01 {
+		t.Errorf("alloc: %v allocs/op counted, want 1 (the warm-up's left out)", a)
 	}
 }
 

@@ -168,3 +168,40 @@ func TestCopyMatchesFlat(t *testing.T) {
 		}
 	})
 }
+
+// TestZeroAll checks that ZeroAll zeroes exactly what is left of an
+// iterator, after Advance and Truncate, and nothing around it.
+func TestZeroAll(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		segs := segsGen(t)
+		for _, s := range segs {
+			for i := range s {
+				s[i] = 0xa5
+			}
+		}
+		total := len(flatten(segs))
+		skip := rapid.IntRange(0, total).Draw(t, "skip")
+		keep := rapid.IntRange(0, total-skip).Draw(t, "keep")
+		it, _, err := iov.Import(segs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it.Advance(skip)
+		it.Truncate(keep)
+		if n := iov.ZeroAll(it); n != keep {
+			t.Fatalf("ZeroAll = %d, want %d", n, keep)
+		}
+		for i, b := range flatten(segs) {
+			want := byte(0xa5)
+			if i >= skip && i < skip+keep {
+				want = 0
+			}
+			if b != want {
+				t.Fatalf("byte %d = %#x, want %#x", i, b, want)
+			}
+		}
+		if n := iov.ZeroAll(iov.Discard(keep)); n != keep {
+			t.Fatalf("ZeroAll of a discard iterator = %d, want %d", n, keep)
+		}
+	})
+}

@@ -68,17 +68,20 @@ func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
 		return f.heldReadv(iovs, 0)
 	}
 	if len(iovs) == 1 { // the common case, without building an iterator
-		if len(iovs[0]) == 0 {
-			return f.readvPos(iovs, 0)
+		// One test for a segment that is neither empty (which must not
+		// reach the driver) nor over MaxCount (which must be clamped):
+		// readFit then skips readBuf's clamp, so this path costs Read's
+		// plus the test of len(iovs).
+		if b := iovs[0]; uint(len(b))-1 < iov.MaxCount {
+			if f.mode&fmNoPos != 0 {
+				return f.readFit(b, noOffset)
+			}
+			f.posMu.Lock()
+			n, err := f.readFit(b, f.pos)
+			f.pos += int64(n)
+			f.posMu.Unlock()
+			return n, err
 		}
-		if f.mode&fmNoPos != 0 {
-			return f.readBuf(iovs[0], noOffset)
-		}
-		f.posMu.Lock()
-		n, err := f.readBuf(iovs[0], f.pos)
-		f.pos += int64(n)
-		f.posMu.Unlock()
-		return n, err
 	}
 	return f.readvPos(iovs, 0)
 }
@@ -87,19 +90,22 @@ func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
 // preadv(2) does. A negative off gives EINVAL; a file that cannot seek
 // gives ESPIPE.
 func (p *Proc) Preadv(fd int, iovs [][]byte, off int64) (int, error) {
-	if len(iovs) == 1 && len(iovs[0]) != 0 {
-		// One non-empty segment is Pread, written out here so that it
-		// costs no extra call: the same checks in the same order
-		// (fileAt, then EINVAL for a range past the largest offset or a
-		// driver without a read method), and no iterator to build.
-		f, err := p.fileAt(fd, off, fmRead)
-		if err != nil {
-			return 0, err
+	if len(iovs) == 1 {
+		// One non-empty segment of at most MaxCount bytes is Pread,
+		// written out here so that it costs no extra call: the same
+		// checks in the same order (fileAt, then EINVAL for a range past
+		// the largest offset or a driver without a read method), and no
+		// iterator to build. The one unsigned test is Readv's.
+		if b := iovs[0]; uint(len(b))-1 < iov.MaxCount {
+			f, err := p.fileAt(fd, off, fmRead)
+			if err != nil {
+				return 0, err
+			}
+			if err := verifyArea(off, len(b)); err != nil {
+				return 0, err
+			}
+			return f.readFit(b, off)
 		}
-		if err := verifyArea(off, len(iovs[0])); err != nil {
-			return 0, err
-		}
-		return f.readBuf(iovs[0], off)
 	}
 	// Preadv2's path with no flags, without the call: fileAt refuses a
 	// negative off (only preadv2 reads -1 as the file position).
@@ -114,8 +120,8 @@ func (p *Proc) Preadv(fd int, iovs [][]byte, off int64) (int, error) {
 	if err != nil || segs == 0 {
 		return 0, err
 	}
-	if err := verifyArea(off, it.Len()); err != nil {
-		return 0, err
+	if off > math.MaxInt64-int64(it.Len()) { // verifyArea: fileAt refused off < 0
+		return 0, errEINVAL
 	}
 	if segs > 1 && f.ird != nil { // readIter's vectored case, a call less
 		return fixCount(f.ird.ReadIter(it, off))
@@ -185,11 +191,13 @@ func (f *file) readvPos(iovs [][]byte, flags int) (int, error) {
 	return n, err
 }
 
-// readBuf reads into one buffer at off.
-func (f *file) readBuf(b []byte, off int64) (n int, err error) {
-	if len(b) > iov.MaxCount {
-		b = b[:iov.MaxCount]
-	}
+// readBuf reads into one buffer at off, clamped to MaxCount.
+func (f *file) readBuf(b []byte, off int64) (int, error) {
+	return f.readFit(b[:min(len(b), iov.MaxCount)], off)
+}
+
+// readFit is readBuf of a buffer of at most MaxCount bytes.
+func (f *file) readFit(b []byte, off int64) (n int, err error) {
 	switch {
 	case f.rd != nil:
 		n, err = f.rd.Read(b, off)

@@ -201,6 +201,9 @@ func TestDispatchChosenAtOpen(t *testing.T) {
 		{"two-segment readv on a scalar driver loops", s.scalar, "/scalar", func(fd int) (int, error) { return s.p.Readv(fd, two) }, []string{"read", "read"}},
 		{"zero segments never reach the driver", s.both, "/both", func(fd int) (int, error) { return s.p.Readv(fd, nil) }, nil},
 		{"only empty segments never reach the driver", s.scalar, "/scalar", func(fd int) (int, error) { return s.p.Preadv(fd, [][]byte{{}, {}}, 0) }, nil},
+		{"one empty segment never reaches the driver (readv)", s.both, "/both", func(fd int) (int, error) { return s.p.Readv(fd, [][]byte{{}}) }, nil},
+		{"one empty segment never reaches the driver (preadv)", s.both, "/both", func(fd int) (int, error) { return s.p.Preadv(fd, [][]byte{{}}, 0) }, nil},
+		{"one-segment preadv takes the scalar path", s.both, "/both", func(fd int) (int, error) { return s.p.Preadv(fd, [][]byte{buf}, 0) }, []string{"read"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

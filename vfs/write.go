@@ -9,6 +9,8 @@ package vfs
 // RWF_NOAPPEND does not.
 
 import (
+	"math"
+
 	"github.com/iovfs/iovfs/iov"
 	"golang.org/x/sys/unix"
 )
@@ -78,12 +80,12 @@ func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
 	if f.mode&fmKillPriv != 0 && anyBytes(iovs) {
 		p.removePrivs(f)
 	}
-	if len(iovs) == 1 && len(iovs[0]) != 0 && !f.appending() {
+	if len(iovs) == 1 && uint(len(iovs[0]))-1 < iov.MaxCount && !f.appending() { // Readv's test
 		if f.mode&fmNoPos != 0 {
-			return f.writeBuf(iovs[0], noOffset)
+			return f.writeFit(iovs[0], noOffset)
 		}
 		f.posMu.Lock()
-		n, err := f.writeBuf(iovs[0], f.pos)
+		n, err := f.writeFit(iovs[0], f.pos)
 		f.pos += int64(n)
 		f.posMu.Unlock()
 		return n, err
@@ -94,25 +96,27 @@ func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
 // Pwritev is Writev at offset off, leaving the file position alone, as
 // pwritev(2) does.
 func (p *Proc) Pwritev(fd int, iovs [][]byte, off int64) (int, error) {
-	if len(iovs) == 1 && len(iovs[0]) != 0 {
-		// One non-empty segment is Pwrite, written out as in Preadv:
-		// the same checks in the same order, and O_APPEND appends.
-		f, err := p.fileAt(fd, off, fmWrite)
-		if err != nil {
-			return 0, err
+	if len(iovs) == 1 {
+		// One non-empty segment of at most MaxCount bytes is Pwrite,
+		// written out as in Preadv: the same checks in the same order,
+		// and O_APPEND appends.
+		if b := iovs[0]; uint(len(b))-1 < iov.MaxCount {
+			f, err := p.fileAt(fd, off, fmWrite)
+			if err != nil {
+				return 0, err
+			}
+			if err := verifyArea(off, len(b)); err != nil {
+				return 0, err
+			}
+			if f.mode&fmKillPriv != 0 {
+				p.removePrivs(f)
+			}
+			if f.appending() && f.app != nil {
+				_, n, err := f.app.Append(iov.Buf(b))
+				return fixCount(n, err)
+			}
+			return f.writeFit(b, off)
 		}
-		b := iovs[0]
-		if err := verifyArea(off, len(b)); err != nil {
-			return 0, err
-		}
-		if f.mode&fmKillPriv != 0 {
-			p.removePrivs(f)
-		}
-		if f.appending() && f.app != nil {
-			_, n, err := f.app.Append(iov.Buf(b))
-			return fixCount(n, err)
-		}
-		return f.writeBuf(b, off)
 	}
 	// Pwritev2's path with no flags, without the call: fileAt refuses a
 	// negative off (only pwritev2 reads -1 as the file position).
@@ -127,8 +131,8 @@ func (p *Proc) Pwritev(fd int, iovs [][]byte, off int64) (int, error) {
 	if err != nil || segs == 0 {
 		return 0, err
 	}
-	if err := verifyArea(off, it.Len()); err != nil {
-		return 0, err
+	if off > math.MaxInt64-int64(it.Len()) { // verifyArea: fileAt refused off < 0
+		return 0, errEINVAL
 	}
 	if f.mode&fmKillPriv != 0 {
 		p.removePrivs(f)
@@ -243,11 +247,13 @@ func (f *file) appendPos(src iov.Iter) (int, error) {
 	return fixCount(n, err)
 }
 
-// writeBuf writes one buffer at off.
-func (f *file) writeBuf(b []byte, off int64) (n int, err error) {
-	if len(b) > iov.MaxCount {
-		b = b[:iov.MaxCount]
-	}
+// writeBuf writes one buffer at off, clamped to MaxCount.
+func (f *file) writeBuf(b []byte, off int64) (int, error) {
+	return f.writeFit(b[:min(len(b), iov.MaxCount)], off)
+}
+
+// writeFit is writeBuf of a buffer of at most MaxCount bytes.
+func (f *file) writeFit(b []byte, off int64) (n int, err error) {
 	switch {
 	case f.wr != nil:
 		n, err = f.wr.Write(b, off)

@@ -53,7 +53,7 @@ func (Zero) Read(p []byte, _ int64) (int, error) {
 	return len(p), nil
 }
 func (Zero) ReadIter(dst iov.Iter, _ int64) (int, error) {
-	return dst.Zero(dst.Len()), nil
+	return iov.ZeroAll(dst), nil
 }
 func (Zero) Write(p []byte, _ int64) (int, error) { return len(p), nil }
 func (Zero) WriteIter(src iov.Iter, _ int64) (int, error) {
@@ -71,7 +71,7 @@ type VecZero struct{}
 func (VecZero) Open(int) (vfs.Handle, error) { return VecZero{}, nil }
 func (VecZero) DevInfo() (uint32, uint64)    { return charDev(5) }
 func (VecZero) ReadIter(dst iov.Iter, _ int64) (int, error) {
-	return dst.Zero(dst.Len()), nil
+	return iov.ZeroAll(dst), nil
 }
 func (VecZero) WriteIter(src iov.Iter, _ int64) (int, error) {
 	return src.Len(), nil
@@ -87,7 +87,7 @@ type Full struct{}
 func (Full) Open(int) (vfs.Handle, error) { return Full{}, nil }
 func (Full) DevInfo() (uint32, uint64)    { return charDev(7) }
 func (Full) ReadIter(dst iov.Iter, _ int64) (int, error) {
-	return dst.Zero(dst.Len()), nil
+	return iov.ZeroAll(dst), nil
 }
 func (Full) Write([]byte, int64) (int, error) { return 0, unix.ENOSPC }
 func (Full) Positionless()                    {}
