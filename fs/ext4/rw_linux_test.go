@@ -439,7 +439,8 @@ func treeOf(t *testing.T, root string) map[string]string {
 
 // dataMap lists a file's data ranges by SEEK_DATA and SEEK_HOLE: its
 // sparseness, independent of how the blocks were laid out (a leaf block of
-// a longer extent list is charged to st_blocks too).
+// a longer extent list is charged to st_blocks too). A SEEK_HOLE error
+// ends the list as {data, -errno}.
 func dataMap(t *testing.T, p string) [][2]int64 {
 	f, err := os.Open(p)
 	if err != nil {
@@ -454,7 +455,10 @@ func dataMap(t *testing.T, p string) [][2]int64 {
 		}
 		h, err := unix.Seek(int(f.Fd()), d, unix.SEEK_HOLE)
 		if err != nil {
-			t.Fatal(err)
+			// ext4 reports ENOENT past an inline file's data when its
+			// size is larger (ext4_iomap_begin_report): kept as -errno.
+			out = append(out, [2]int64{d, -int64(errnoOf(err))})
+			break
 		}
 		out = append(out, [2]int64{d, h})
 		off = h

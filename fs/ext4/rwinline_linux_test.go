@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,7 +84,7 @@ func TestWriterInline(t *testing.T) {
 	}
 	t.Cleanup(func() { unix.Unmount(shm, unix.MNT_DETACH) })
 	seen := map[string]int{}
-	converted := 0
+	converted, created, kept := 0, 0, 0
 	for s := 0; s < seqs; s++ {
 		seed := int64(s*1000 + 77)
 		oracle := filepath.Join(shm, fmt.Sprint(s))
@@ -100,43 +101,157 @@ func TestWriterInline(t *testing.T) {
 			t.Fatal(err)
 		}
 		runSequence(t, rand.New(rand.NewSource(seed)), ops, tmpfsOracle{kernelTarget{oracle}}, writerTarget{w, umask}, seen)
+		view := writerView(t, w.Volume())
 		w.Close()
-		converted += countInline(t, orig) - countInline(t, dev)
+		before := inlineInodes(t, orig)
+		after := inlineInodes(t, dev)
+		for ino := range before {
+			if !after[ino] {
+				converted++
+			}
+		}
+		for ino := range after {
+			if !before[ino] {
+				created++
+			}
+		}
+		for _, e := range view {
+			if e.inline {
+				kept++
+			}
+		}
 		wimg := checkedImage(t, dir, dev)
 		want := treeOf(t, oracle)
 		os.RemoveAll(oracle)
 		wm, wum := kmount(t, wimg, "ro,noload")
 		got := treeOf(t, wm)
+		sameSizes(t, wm, view)
 		wum()
+		// tmpfs has no inline data: for the Writer's inline files the
+		// kernel's SEEK_DATA/SEEK_HOLE map is the one ext4_iomap_begin_report
+		// gives inline data.
+		for p, e := range view {
+			if e.inline && e.mode&S_IFMT == S_IFREG {
+				if line, ok := want[p]; ok {
+					want[p] = extentsField.ReplaceAllString(line, "extents="+e.inlineMap)
+				}
+			}
+		}
 		// tmpfs lists xattrs in its own order, ext4 in its: compare sets.
 		diffTrees(t, sortedXattrs(want), sortedXattrs(got))
 		if t.Failed() {
 			t.Fatalf("sequence %d (seed %d) diverged", s, seed)
 		}
 	}
-	if converted == 0 {
-		t.Fatal("no inline inode was converted or freed: the sequences did not reach them")
+	if converted == 0 || created == 0 {
+		t.Fatalf("inline inodes converted or freed %d, made %d: the sequences did not reach both", converted, created)
 	}
-	t.Logf("%d sequences of %d operations: 0 divergences, e2fsck clean; %d inline inodes converted or freed in all; results:%s", seqs, ops, converted, resultCounts(seen))
+	t.Logf("%d sequences of %d operations: 0 divergences, e2fsck clean, the kernel's ro,noload tree, sizes and st_blocks equal to iovfs's; inline inodes: %d converted or freed, %d made by the Writer, %d inline at the ends; results:%s", seqs, ops, converted, created, kept, resultCounts(seen))
 }
 
-// countInline counts the in-use inodes of img with INLINE_DATA_FL.
-func countInline(t *testing.T, img []byte) int {
+// inlineInodes lists the in-use inodes of img with INLINE_DATA_FL.
+func inlineInodes(t *testing.T, img []byte) map[uint32]bool {
 	v, err := Open(BytesDevice(img), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	out := map[uint32]bool{}
 	for ino := uint32(1); ino <= v.inodes; ino++ {
 		in, err := v.Inode(ino)
-		if err != nil || in.Nlink == 0 {
+		if err != nil || in.Nlink == 0 || in.Mode == 0 {
 			continue
 		}
 		if in.Flags&FlagInlineData != 0 {
-			n++
+			out[ino] = true
 		}
 	}
-	return n
+	return out
+}
+
+// viewEnt is what iovfs shows of one path: type, size, st_blocks, and for
+// inline inodes the data map the kernel reports for inline data.
+type viewEnt struct {
+	mode, nlink  uint32
+	size, blocks uint64
+	inline       bool
+	inlineMap    string
+}
+
+// extentsField is treeOf's SEEK_DATA/SEEK_HOLE field.
+var extentsField = regexp.MustCompile(`extents=\[(?:\[-?\d+ -?\d+\] ?)*\]`)
+
+// writerView walks v (the Writer's volume before unmount) from the root.
+// An inline file's map is ext4_inline_data_iomap's: data from 0 to
+// min(inline size, i_size), and past it, when i_size is larger, ENOENT
+// from ext4_iomap_begin_report (dataMap's {0, -ENOENT}).
+func writerView(t *testing.T, v *Volume) map[string]viewEnt {
+	t.Helper()
+	out := map[string]viewEnt{}
+	var walk func(dir uint32, prefix string)
+	walk = func(dir uint32, prefix string) {
+		d, err := v.Inode(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type ent struct {
+			name string
+			ino  uint32
+		}
+		var ents []ent
+		if err := v.ReadDir(d, func(name []byte, ino uint32, _ uint8) bool {
+			ents = append(ents, ent{string(name), ino})
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			p := prefix + e.name
+			if p == "lost+found" {
+				continue
+			}
+			in, err := v.Inode(e.ino)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := viewEnt{mode: in.Mode, nlink: in.Nlink, size: in.Size, blocks: in.Blocks, inline: in.Flags&FlagInlineData != 0}
+			if x.inline && in.Mode&S_IFMT == S_IFREG {
+				data, err := v.inlineData(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch n := min(uint64(len(data)), in.Size); {
+				case in.Size == 0:
+					x.inlineMap = "[]"
+				case n < in.Size:
+					x.inlineMap = fmt.Sprint([][2]int64{{0, -int64(syscall.ENOENT)}})
+				default:
+					x.inlineMap = fmt.Sprint([][2]int64{{0, int64(n)}})
+				}
+			}
+			out[p] = x
+			if in.IsDir() {
+				walk(e.ino, p+"/")
+			}
+		}
+	}
+	walk(rootIno, "")
+	return out
+}
+
+// sameSizes checks that the kernel's mount at mnt shows every path of
+// view with the size, st_blocks and link count iovfs showed.
+func sameSizes(t *testing.T, mnt string, view map[string]viewEnt) {
+	t.Helper()
+	for p, e := range view {
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(mnt, p), &st); err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		if uint64(st.Size) != e.size || uint64(st.Blocks) != e.blocks || st.Nlink != uint64(e.nlink) || st.Mode != e.mode {
+			t.Errorf("%s: kernel mode %o size %d blocks %d nlink %d, iovfs mode %o size %d blocks %d nlink %d (inline %v)", p, st.Mode, st.Size, st.Blocks, st.Nlink, e.mode, e.size, e.blocks, e.nlink, e.inline)
+		}
+	}
 }
 
 // tmpfsOracle is a kernelTarget on a tmpfs directory standing in for a
