@@ -337,8 +337,17 @@ func (s inlineStep) apply(x rwTarget) (int, error) {
 	}
 }
 
-// randomInlineOp is randomOp for the inline_data crash trials.
-func randomInlineOp(r *rand.Rand, x rwTarget) { randomInlineStep(r).apply(x) }
+// randomInlineOp is randomOp for the inline_data crash trials: one
+// Writer operation per call (a write does not create its file first), as
+// the trials' snapshots need.
+func randomInlineOp(r *rand.Rand, x rwTarget) {
+	st := randomInlineStep(r)
+	if st.kind == isWrite {
+		x.write(st.p, st.off, st.data)
+		return
+	}
+	st.apply(x)
+}
 
 // inlineInodes lists the in-use inodes of img with INLINE_DATA_FL.
 func inlineInodes(t *testing.T, img []byte) map[uint32]bool {
