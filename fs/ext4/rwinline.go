@@ -223,6 +223,7 @@ func (w *Writer) prepareInline(ino uint32, raw []byte, n int) error {
 	}
 	clear(raw[0x28:0x64])
 	binary.LittleEndian.PutUint32(raw[0x20:], iFlags(raw)&^FlagExtents|FlagInlineData)
+	delete(w.newInline, ino) // INLINE_DATA_FL carries the state now
 	return nil
 }
 
