@@ -685,9 +685,9 @@ func snapshot(t *testing.T, w *Writer) map[string]string {
 					t.Fatalf("%s/%s: %v", prefix, e.name, err)
 				}
 				out[prefix+"/"+e.name] = fmt.Sprintf("ino=%d mode=%o nlink=%d size=%d", e.ino, c.Mode, c.Nlink, c.Size)
-			if c.Flags&FlagInlineData != 0 {
-				out[prefix+"/"+e.name] += " inline" // its data is journalled metadata
-			}
+				if c.Flags&FlagInlineData != 0 {
+					out[prefix+"/"+e.name] += " inline" // its data is journalled metadata
+				}
 			}
 			return nil
 		})
