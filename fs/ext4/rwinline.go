@@ -367,6 +367,9 @@ func (w *Writer) inlineDirBlock(ino uint32, data, block []byte) error {
 	if err := w.scanInline(ino, data, func(inlineEnt) bool { return false }); err != nil {
 		return err
 	}
+	if 24+len(data)-inlineDotdot > w.dirEnd() {
+		return corrupt(ino, "inline directory larger than a block")
+	}
 	putDirent(block, ino, 12, ".", FTDir)
 	putDirent(block[12:], le32(data, 0), 12, "..", FTDir)
 	copy(block[24:], data[inlineDotdot:])
