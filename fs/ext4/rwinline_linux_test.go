@@ -69,16 +69,22 @@ func inlineSource(t *testing.T, dir string) {
 // image read-write in the kernel.
 func TestWriterInline(t *testing.T) {
 	seqs, ops := rwSequenceCounts()
-	inlineDifferential(t, seqs, ops, func(r *rand.Rand, k, x rwTarget, seen map[string]int) {
+	inlineDifferential(t, "4096", seqs, ops, func(r *rand.Rand, k, x rwTarget, seen map[string]int) {
 		runSequence(t, r, ops, k, x, seen)
 	})
 }
 
 // TestWriterInlineSequences: inlineStep sequences, tmpfs as the oracle
-// (see TestWriterInline).
+// (see TestWriterInline), with 4 KiB and 1 KiB blocks.
 func TestWriterInlineSequences(t *testing.T) {
+	for _, bs := range []string{"4096", "1024"} {
+		t.Run("bs="+bs, func(t *testing.T) { inlineSequences(t, bs) })
+	}
+}
+
+func inlineSequences(t *testing.T, bs string) {
 	seqs, ops := rwSequenceCounts()
-	inlineDifferential(t, seqs, ops, func(r *rand.Rand, k, x rwTarget, seen map[string]int) {
+	inlineDifferential(t, bs, seqs, ops, func(r *rand.Rand, k, x rwTarget, seen map[string]int) {
 		for i := 0; i < ops; i++ {
 			st := randomInlineStep(r)
 			nk, ek := st.apply(k)
@@ -96,9 +102,9 @@ func TestWriterInlineSequences(t *testing.T) {
 }
 
 // inlineDifferential runs seqs sequences of run over copies of an
-// mke2fs -d -O inline_data image of inlineSource and of its tree on tmpfs,
+// mke2fs -b bs -d -O inline_data image of inlineSource and of its tree on tmpfs,
 // and checks each result as TestWriterInline describes.
-func inlineDifferential(t *testing.T, seqs, ops int, run func(r *rand.Rand, k, x rwTarget, seen map[string]int)) {
+func inlineDifferential(t *testing.T, bs string, seqs, ops int, run func(r *rand.Rand, k, x rwTarget, seen map[string]int)) {
 	needRoot(t)
 	needMke2fs(t)
 	umask := uint32(syscall.Umask(0))
@@ -110,7 +116,7 @@ func inlineDifferential(t *testing.T, seqs, ops int, run func(r *rand.Rand, k, x
 	}
 	inlineSource(t, src)
 	img := filepath.Join(dir, "base.img")
-	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-O", "inline_data", "-E", "lazy_itable_init=1", "-d", src, img, "32M").CombinedOutput(); err != nil {
+	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-b", bs, "-O", "inline_data", "-E", "lazy_itable_init=1", "-d", src, img, "32M").CombinedOutput(); err != nil {
 		t.Fatalf("mke2fs: %v\n%s", err, out)
 	}
 	orig, err := os.ReadFile(img)
