@@ -22,8 +22,8 @@ package ext4
 //   - block maps (rwblockmap.go): ext2, ext3 and ext4 inodes without
 //     EXTENTS_FL (direct, single, double and triple indirect blocks); new
 //     inodes are block-mapped on volumes without the extents feature.
-//   - inline_data (rwinline.go): inline inodes are read in place and moved
-//     to a block at their first change; new inodes are never inline.
+//   - inline_data (rwinline.go): files and directories kept in the inode
+//     and moved to a block when the kernel moves them (fs/ext4/inline.c).
 //   - refused with a *FeatureError naming the feature:
 //     bigalloc, encrypt, casefold, ea_inode, mmp, quota, project, verity,
 //     orphan_present, needs_recovery without a journal, journal csum v2,
@@ -157,6 +157,9 @@ type Writer struct {
 	xcache map[uint32][]uint64
 	// bmaps caches the runs of block maps (rwblockmap.go); under mu.
 	bmaps map[uint32]*bmCache
+	// newInline: new regular files with EXT4_STATE_MAY_INLINE_DATA that
+	// have no inline data yet (rwinline.go); under mu.
+	newInline map[uint32]bool
 	// ihint[g]: every inode of group g below it is in use (allocInode
 	// starts there and makes the map; freeInode lowers it).
 	ihint map[uint32]uint32

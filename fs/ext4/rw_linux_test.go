@@ -439,7 +439,8 @@ func treeOf(t *testing.T, root string) map[string]string {
 
 // dataMap lists a file's data ranges by SEEK_DATA and SEEK_HOLE: its
 // sparseness, independent of how the blocks were laid out (a leaf block of
-// a longer extent list is charged to st_blocks too).
+// a longer extent list is charged to st_blocks too). A SEEK_HOLE error
+// ends the list as {data, -errno}.
 func dataMap(t *testing.T, p string) [][2]int64 {
 	f, err := os.Open(p)
 	if err != nil {
@@ -454,7 +455,10 @@ func dataMap(t *testing.T, p string) [][2]int64 {
 		}
 		h, err := unix.Seek(int(f.Fd()), d, unix.SEEK_HOLE)
 		if err != nil {
-			t.Fatal(err)
+			// ext4 reports ENOENT past an inline file's data when its
+			// size is larger (ext4_iomap_begin_report): kept as -errno.
+			out = append(out, [2]int64{d, -int64(errnoOf(err))})
+			break
 		}
 		out = append(out, [2]int64{d, h})
 		off = h
@@ -681,6 +685,9 @@ func snapshot(t *testing.T, w *Writer) map[string]string {
 					t.Fatalf("%s/%s: %v", prefix, e.name, err)
 				}
 				out[prefix+"/"+e.name] = fmt.Sprintf("ino=%d mode=%o nlink=%d size=%d", e.ino, c.Mode, c.Nlink, c.Size)
+				if c.Flags&FlagInlineData != 0 {
+					out[prefix+"/"+e.name] += " inline" // its data is journalled metadata
+				}
 			}
 			return nil
 		})
@@ -700,15 +707,16 @@ func snapshot(t *testing.T, w *Writer) map[string]string {
 			fmt.Sscanf(out[k], "ino=%d", &ino)
 			walk(ino, k)
 		}
-		if w.Data != DataJournal {
-			// Under data=ordered an overwrite of allocated blocks goes
-			// to them in place before its transaction commits (as on
-			// Linux), so a cut can show new bytes under old metadata:
-			// only the metadata is atomic, and only it is compared.
-			return
-		}
 		for k, line := range out {
 			if !in(k) || !strings.Contains(line, "mode=100") {
+				continue
+			}
+			if w.Data != DataJournal && !strings.HasSuffix(line, " inline") {
+				// Under data=ordered an overwrite of allocated blocks goes
+				// to them in place before its transaction commits (as on
+				// Linux), so a cut can show new bytes under old metadata:
+				// only the metadata is atomic, and only it is compared
+				// (inline data lives in the inode: it is compared).
 				continue
 			}
 			var ino uint32
@@ -743,7 +751,9 @@ func sameTree(a, b map[string]string) bool {
 // that the volume is e2fsck-clean and holds exactly the tree after the
 // last operation that finished before the cut, or after the one under way
 // (each operation is one transaction: all or nothing). Every operation
-// commits before it returns, so this is also Fsync's guarantee.
+// commits before it returns, so this is also Fsync's guarantee. The
+// ext4-inline sets run inlineStep sequences (data written into inodes,
+// directories growing into system.data and out into blocks).
 // IOVFS_EXT4RW_CRASH=500 runs 500 trials per feature set.
 func TestWriterCrash(t *testing.T) {
 	needMke2fs(t)
@@ -762,13 +772,17 @@ func TestWriterCrash(t *testing.T) {
 	}{{"ext4-csumv3", "", false, DataOrdered}, {"ext4-nocsum", "^metadata_csum,uninit_bg", false, DataOrdered}, {"ext4-csumv3-batch", "", true, DataOrdered},
 		{"ext4-csumv3-batch-datajournal", "", true, DataJournal}, {"ext4-nocsum-batch-datajournal", "^metadata_csum,uninit_bg", true, DataJournal},
 		{"ext3", "-t ext3 -b 1024", false, DataOrdered}, {"ext3-batch", "-t ext3 -b 1024", true, DataOrdered},
-		{"ext4-1k-deep", "", false, DataOrdered}} {
+		{"ext4-1k-deep", "", false, DataOrdered},
+		{"ext4-inline", "inline_data", false, DataOrdered}, {"ext4-inline-batch", "inline_data", true, DataOrdered}} {
 		t.Run(fsets.name, func(t *testing.T) {
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
 			op, mkfs := randomOp, mkfsRW
 			if strings.HasSuffix(fsets.name, "-deep") {
 				op, mkfs = randomDeepOp, mkfsDeep // extent trees of depth 2 (rwextent_linux_test.go)
+			}
+			if strings.HasPrefix(fsets.name, "ext4-inline") {
+				op = randomInlineOp // rwinline_linux_test.go
 			}
 			mkfs(t, base, 16, fsets.opts)
 			orig, err := os.ReadFile(base)

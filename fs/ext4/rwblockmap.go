@@ -615,7 +615,7 @@ func (w *Writer) readAtMap(ino uint32, raw []byte, p []byte, off int64) (int, er
 		e := exts[next-1]
 		runEnd := int64(uint64(e.l)+uint64(e.n))<<v.bsBits - off
 		n := int(min(int64(len(p)), runEnd) - int64(done))
-		if err := readFull(v.dev, p[done:done+n], int64(phys<<v.bsBits)+within); err != nil {
+		if err := w.readData(p[done:done+n], int64(phys<<v.bsBits)+within); err != nil {
 			return done, err
 		}
 		done += n

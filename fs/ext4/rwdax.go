@@ -3,10 +3,24 @@ package ext4
 // dax on a read-write mount: file data is copied straight into the
 // device's memory (block.DirectAccessor, as ext4-dax's dax_iomap_rw
 // writes through dax_direct_access) instead of through the device's write
-// path. Metadata still goes through the transaction and the journal, and
-// the data copy finishes before the transaction that points at it
-// commits (data=ordered). block.Copy guards the copy: a fault on a view
-// whose host file shrank gives EIO, not a crash.
+// path, and read straight out of it by the read-only dax mount's copier
+// (FS.copyDax, dax.go). Metadata still goes through the transaction and
+// the journal, and the data copy finishes before the transaction that
+// points at it commits (data=ordered). block.Copy guards both copies: a
+// fault on a view whose host file shrank gives EIO, not a crash.
+//
+// Reads stay coherent with every change because the mapping is the
+// Writer's own extent tree (or block map), walked under its lock for each
+// read: a truncate, punch or conversion is seen by the next read, holes
+// and unwritten extents read as zeros without touching the device, and
+// a data write is in device memory before WriteAt returns. File data
+// never sits in the transaction's overlay (txDev.writeData drops
+// overlay copies, and blocks freed in the running transaction are not
+// reused before it commits), so device memory holds what a read must
+// see. The exception would be data=journal, whose data lives in the
+// running transaction until checkpoint: dax refuses it, as Linux does
+// (ext4_should_use_dax is false for journalled data), and readData
+// reads through the overlay if it is ever set.
 
 import (
 	"syscall"
@@ -48,6 +62,25 @@ func (d *txDev) copyDax(p []byte, off int64) error {
 // refuses data=journal,dax as Linux does).
 func (w *Writer) UseDAX(da block.DirectAccessor, mem []byte) {
 	w.tx.dax, w.tx.mem = da, mem
+	w.tx.daxRead = &FS{dax: da, mem: mem, bs: w.v.bs, bsBits: uint(w.v.bsBits)}
+}
+
+// readData reads len(p) bytes of file data at device offset off: from
+// device memory on a dax mount (the read-only mount's FS.readBuf, a
+// guarded copy), through the device (and the transaction's overlay)
+// otherwise. A short read is EIO.
+func (w *Writer) readData(p []byte, off int64) error {
+	if fs := w.tx.daxRead; fs != nil && w.Data != DataJournal {
+		if off < 0 || (fs.mem != nil && off > int64(len(fs.mem))-int64(len(p))) {
+			return syscall.EIO // a mapping past the device: a corrupt extent
+		}
+		n, err := fs.readBuf(p, off)
+		if err == nil && n < len(p) {
+			err = syscall.EIO
+		}
+		return err
+	}
+	return readFull(w.v.dev, p, off)
 }
 
 // DAX reports whether the mount writes file data into device memory.

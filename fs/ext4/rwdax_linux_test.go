@@ -17,12 +17,14 @@ import (
 	"github.com/iovfs/iovfs/vfs"
 )
 
-// TestVFSReadWriteDax applies the same random writes (creates, pwrites at
-// odd and block-aligned offsets, truncates, appends, unlinks) through a
-// plain and a dax read-write mount of the same image, each on a RAM disk:
-// every count and errno must match, every file must read back the same,
-// and the dax image must pass e2fsck -fn and show the same bytes in a
-// kernel mount.
+// TestVFSReadWriteDax applies the same random changes (creates, pwrites
+// at odd and block-aligned offsets, truncates, appends, unlinks, punches,
+// preallocation and zeroed ranges) through a plain and a dax read-write
+// mount of the same image, each on a RAM disk, with a pread of a random
+// range after each: every count, errno and byte read must match (the dax
+// mount's reads copy from device memory, the plain one's read the
+// device), every file must read back the same, and the dax image must
+// pass e2fsck -fn and show the same bytes in a kernel mount.
 func TestVFSReadWriteDax(t *testing.T) {
 	needMke2fs(t)
 	img := filepath.Join(t.TempDir(), "rw.img")
@@ -40,9 +42,9 @@ func TestVFSReadWriteDax(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(5, 5))
 	names := []string{"/mnt/a", "/mnt/b", "/mnt/c", "/mnt/d"}
-	ops := 400
+	ops, reads := 2000, 0
 	if testing.Short() {
-		ops = 100
+		ops = 300
 	}
 	for i := 0; i < ops; i++ {
 		name := names[r.IntN(len(names))]
@@ -55,11 +57,23 @@ func TestVFSReadWriteDax(t *testing.T) {
 			off &^= 4095
 		}
 		size := int64(r.IntN(80 << 10))
-		op := r.IntN(10)
+		op := r.IntN(12)
+		fmode := []uint32{0, unix.FALLOC_FL_KEEP_SIZE, unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_KEEP_SIZE, unix.FALLOC_FL_ZERO_RANGE, unix.FALLOC_FL_ZERO_RANGE | unix.FALLOC_FL_KEEP_SIZE}[r.IntN(5)]
+		flen := int64(r.IntN(6*4096) + 1)
+		roff, rlen := int64(r.IntN(96<<10)), r.IntN(5*4096)+1
 		do := func(p *vfs.Proc) (int, error) {
 			switch {
 			case op == 0:
 				return 0, p.Unlink(name)
+			case op >= 10:
+				// Punches, preallocation (unwritten extents, read as
+				// zeros) and zeroed ranges.
+				fd, err := p.Open(name, unix.O_CREAT|unix.O_WRONLY, 0o644)
+				if err != nil {
+					return 0, err
+				}
+				defer p.Close(fd)
+				return 0, p.Fallocate(fd, fmode, off, flen)
 			case op < 3:
 				fd, err := p.Open(name, unix.O_CREAT|unix.O_WRONLY, 0o644)
 				if err != nil {
@@ -88,6 +102,25 @@ func TestVFSReadWriteDax(t *testing.T) {
 		if pn != dn || errnoOf(perr) != errnoOf(derr) {
 			t.Fatalf("op %d (%d on %s): plain %d, %v; dax %d, %v", i, op, name, pn, perr, dn, derr)
 		}
+		// After every change, a pread of the same range through both:
+		// the dax one copies from device memory, the plain one reads
+		// the device.
+		pread := func(p *vfs.Proc) ([]byte, error) {
+			fd, err := p.Open(name, unix.O_RDONLY, 0)
+			if err != nil {
+				return nil, err
+			}
+			defer p.Close(fd)
+			b := make([]byte, rlen)
+			n, err := p.Pread(fd, b, roff)
+			return b[:n], err
+		}
+		pb, perr := pread(plain)
+		db, derr := pread(dax)
+		if !bytes.Equal(pb, db) || errnoOf(perr) != errnoOf(derr) {
+			t.Fatalf("op %d (%d on %s): pread %d+%d: plain %d bytes, %v; dax %d bytes, %v; differ", i, op, name, roff, rlen, len(pb), perr, len(db), derr)
+		}
+		reads++
 	}
 	read := func(p *vfs.Proc, name string) []byte {
 		fd, err := p.Open(name, unix.O_RDONLY, 0)
@@ -113,6 +146,7 @@ func TestVFSReadWriteDax(t *testing.T) {
 			t.Errorf("%s: plain %d bytes, dax %d bytes, differ", name, len(a), len(b))
 		}
 	}
+	t.Logf("%d operations, %d preads compared after them", ops, reads)
 	if err := dax.Unmount("/mnt", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -139,10 +173,11 @@ func TestVFSReadWriteDax(t *testing.T) {
 }
 
 // TestDaxWriteFault: a read-write dax mount of a loop device over an
-// imported host file writes file data through the file's mapping; when
-// another process truncates the host file under it, a write gives EIO
-// (the guarded copy) instead of crashing the program with SIGBUS, while
-// a plain mount gets EIO from the loop device's block path.
+// imported host file writes and reads file data through the file's
+// mapping; when another process truncates the host file under it, a write
+// and a read give EIO (the guarded copies) instead of crashing the
+// program with SIGBUS, while a plain mount gets EIO from the loop
+// device's block path.
 func TestDaxWriteFault(t *testing.T) {
 	needMke2fs(t)
 	for _, mode := range []string{"dax", ""} {
@@ -204,6 +239,49 @@ func TestDaxWriteFault(t *testing.T) {
 			if n, err := p.Pwrite(ffd, data, 0); n != 0 || !errors.Is(err, syscall.EIO) {
 				t.Errorf("write into a truncated image: %d, %v; want 0, EIO", n, err)
 			}
+			// Reads too: dax copies from the mapping under the guard.
+			if n, err := p.Pread(ffd, data, 0); n != 0 || !errors.Is(err, syscall.EIO) {
+				t.Errorf("read from a truncated image: %d, %v; want 0, EIO", n, err)
+			}
 		})
+	}
+}
+
+// TestVFSDaxReadNoAllocs: preads on a read-write dax mount (copied from
+// device memory) allocate nothing, over data, a hole and an unwritten
+// extent.
+func TestVFSDaxReadNoAllocs(t *testing.T) {
+	needMke2fs(t)
+	img := filepath.Join(t.TempDir(), "a.img")
+	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", img, "64M").CombinedOutput(); err != nil {
+		t.Fatalf("mke2fs: %v\n%s", err, out)
+	}
+	p, dev, _ := newProc(t, img, viaRAM)
+	if err := p.Mount(dev, "/mnt", "ext4", 0, "dax,commit=3600"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Unmount("/mnt", 0) })
+	fd, err := p.Open("/mnt/f", unix.O_CREAT|unix.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(fd)
+	if _, err := p.Pwrite(fd, bytes.Repeat([]byte{9}, 1<<20), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Fallocate(fd, 0, 2<<20, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	off := int64(0)
+	for name, fn := range map[string]func(){
+		"data":      func() { p.Pread(fd, buf, off); off = (off + 4096*37) % (1 << 20) },
+		"hole":      func() { p.Pread(fd, buf, 1<<20+8192) },
+		"unwritten": func() { p.Pread(fd, buf, 2<<20+8192) },
+	} {
+		fn()
+		if a := testing.AllocsPerRun(200, fn); a != 0 && !raceEnabled {
+			t.Errorf("%s: %.1f allocations per pread, want 0", name, a)
+		}
 	}
 }

@@ -43,6 +43,9 @@ func putDirent(b []byte, ino uint32, recLen uint16, name string, ft uint8) {
 // writeDirBlock sets the checksum tail of directory block buf of dir and
 // writes it at phys.
 func (w *Writer) writeDirBlock(dir uint32, draw []byte, buf []byte, phys uint64) error {
+	if phys == 0 {
+		return w.writeInlineDir(dir, draw, buf) // rwinline.go
+	}
 	if w.isDxBlock(draw, buf) {
 		w.setDxCsum(dir, draw, buf) // an htree index block (rwhtree.go)
 	} else if w.v.rocompat&rocompatMetadataCsum != 0 {
@@ -191,6 +194,9 @@ func (w *Writer) dirIndex(dir uint32, draw []byte) (*wdir, error) {
 // find looks name up in dir, through its index; e.prev is found by
 // reading the entry's block.
 func (w *Writer) find(dir uint32, draw []byte, name string) (e dirent, found bool, err error) {
+	if iFlags(draw)&FlagInlineData != 0 {
+		return w.inlineFind(dir, draw, name) // rwinline.go
+	}
 	d, err := w.dirIndex(dir, draw)
 	if err != nil {
 		return e, false, err
@@ -249,6 +255,11 @@ func checkName(name string) error {
 func (w *Writer) addEntry(dir uint32, draw []byte, name string, ino uint32, ft uint8, now time.Time) error {
 	if iFlags(draw)&FlagIndex != 0 && w.v.compat&compatDirIndex == 0 {
 		return syscall.EOPNOTSUPP
+	}
+	if iFlags(draw)&FlagInlineData != 0 { // ext4_try_add_inline_entry (rwinline.go)
+		if done, err := w.inlineAddEntry(dir, draw, name, ino, ft, now); done || err != nil {
+			return err
+		}
 	}
 	need := (8 + len(name) + 3) &^ 3
 	idx, err := w.dirIndex(dir, draw)
@@ -323,6 +334,9 @@ func (w *Writer) addEntry(dir uint32, draw []byte, name string, ino uint32, ft u
 // merged into the previous entry of its block, or its inode cleared when
 // it is the first.
 func (w *Writer) removeEntry(dir uint32, draw []byte, e dirent, now time.Time) error {
+	if e.phys == 0 {
+		return w.inlineRemove(dir, draw, e, now) // rwinline.go
+	}
 	buf := make([]byte, w.v.bs)
 	if err := w.v.readBlock(e.phys, buf); err != nil {
 		return err
@@ -446,12 +460,15 @@ func (w *Writer) make(dir uint32, name string, mode, uid, gid uint32, target str
 		return 0, err
 	}
 	raw := w.newInode(ino, mode, uid, gid, now)
+	w.markNewInline(ino, mode) // rwinline.go
 	setILinks(raw, 1)
 	fail := func(err error) (uint32, error) {
 		w.releaseInode(ino, raw, isDir)
 		return 0, err
 	}
 	switch {
+	case isDir && w.newInlineDir(ino, raw, dir): // ext4_try_create_inline_dir (rwinline.go)
+		setILinks(raw, 2)
 	case isDir:
 		setILinks(raw, 2)
 		w.initMap(raw)
@@ -504,6 +521,7 @@ func (w *Writer) make(dir uint32, name string, mode, uid, gid uint32, target str
 // ext4_free_inode does: no links, no blocks, a deletion time.
 func (w *Writer) releaseInode(ino uint32, raw []byte, isDir bool) error {
 	delete(w.dirs, ino)
+	delete(w.newInline, ino)
 	if iFlags(raw)&FlagExtents != 0 {
 		if err := w.xremove(ino, raw, 0, 1<<32); err != nil {
 			return err
@@ -650,6 +668,9 @@ func (w *Writer) dropLink(parent, ino uint32, raw []byte, isDir bool, now time.T
 }
 
 func (w *Writer) emptyDir(ino uint32, raw []byte) (bool, error) {
+	if iFlags(raw)&FlagInlineData != 0 {
+		return w.inlineEmpty(ino, raw) // rwinline.go
+	}
 	d, err := w.dirIndex(ino, raw)
 	if err != nil {
 		return false, err
@@ -761,7 +782,7 @@ func (w *Writer) rename(oldDir uint32, oldName string, newDir uint32, newName st
 	if dstFound {
 		// ext4_setent: point the existing entry at the source.
 		buf := make([]byte, w.v.bs)
-		if err := w.v.readBlock(dst.phys, buf); err != nil {
+		if err := w.readDirBlock(newDir, ndraw, dst.phys, buf); err != nil {
 			return err
 		}
 		binary.LittleEndian.PutUint32(buf[dst.off:], src.ino)
@@ -809,7 +830,7 @@ func (w *Writer) rename(oldDir uint32, oldName string, newDir uint32, newName st
 			return corrupt(src.ino, "directory without ..")
 		}
 		buf := make([]byte, w.v.bs)
-		if err := w.v.readBlock(up.phys, buf); err != nil {
+		if err := w.readDirBlock(src.ino, sraw, up.phys, buf); err != nil {
 			return err
 		}
 		binary.LittleEndian.PutUint32(buf[up.off:], newDir)
@@ -912,7 +933,7 @@ func (w *Writer) Exchange(oldDir uint32, oldName string, newDir uint32, newName 
 			return err
 		}
 		buf := make([]byte, w.v.bs)
-		if err := w.v.readBlock(e.phys, buf); err != nil {
+		if err := w.readDirBlock(dir, draw, e.phys, buf); err != nil {
 			return err
 		}
 		binary.LittleEndian.PutUint32(buf[e.off:], ino)
@@ -953,7 +974,7 @@ func (w *Writer) Exchange(oldDir uint32, oldName string, newDir uint32, newName 
 			return corrupt(x.ino, "directory without ..")
 		}
 		buf := make([]byte, w.v.bs)
-		if err := w.v.readBlock(up.phys, buf); err != nil {
+		if err := w.readDirBlock(x.ino, raw, up.phys, buf); err != nil {
 			return err
 		}
 		binary.LittleEndian.PutUint32(buf[up.off:], x.parent)

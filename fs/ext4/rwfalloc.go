@@ -75,6 +75,16 @@ func (w *Writer) Fallocate(ino uint32, mode uint32, off, length int64) error {
 	default:
 		return syscall.EOPNOTSUPP
 	}
+	// ext4_fallocate: inline data leaves the inode first, in every mode
+	// (rwinline.go).
+	if w.mayInline(ino, raw) {
+		if err := w.convertInline(ino, raw); err != nil {
+			return err
+		}
+		if err := w.writeSuper(); err != nil {
+			return err
+		}
+	}
 	if iFlags(raw)&FlagExtents == 0 && mode != unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE {
 		// Only ext4_punch_hole handles block-mapped files
 		// (ext4_ind_remove_space); preallocation needs extents.

@@ -269,7 +269,18 @@ func (w *Writer) WriteAt(ino uint32, p []byte, off int64) (int, error) {
 	} else if int64(len(p)) > max-off {
 		p = p[:max-off]
 	}
-	n, err := w.writeData(ino, raw, p, off)
+	var n int
+	if w.mayInline(ino, raw) {
+		// ext4_generic_write_inline_data (rwinline.go).
+		if ok, err := w.tryWriteInline(ino, raw, p, off); err != nil {
+			return 0, err
+		} else if ok {
+			n = len(p)
+		}
+	}
+	if n == 0 {
+		n, err = w.writeData(ino, raw, p, off)
+	}
 	if n > 0 {
 		if end := uint64(off) + uint64(n); end > iSize(raw) {
 			setISize(raw, end)
@@ -427,9 +438,15 @@ func (w *Writer) Truncate(ino uint32, size int64) error {
 		return syscall.EFBIG
 	}
 	if iFlags(raw)&FlagInlineData != 0 {
-		if err := w.uninline(ino, raw); err != nil { // rwinline.go
-			return err
+		// ext4_inline_data_truncate (rwinline.go): the data stays inline.
+		if uint64(size) <= iSize(raw) {
+			if err := w.truncateInline(ino, raw, uint64(size)); err != nil {
+				return err
+			}
 		}
+		setISize(raw, uint64(size))
+		touch(raw, w.Now(), tMtime, tCtime)
+		return w.putInode(ino, raw)
 	}
 	// ext4_setattr truncates at an unchanged size too, dropping blocks
 	// preallocated past the end (fallocate KEEP_SIZE).

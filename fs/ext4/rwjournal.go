@@ -68,6 +68,10 @@ type txDev struct {
 	// device's view when one could be taken.
 	dax block.DirectAccessor
 	mem []byte
+	// daxRead is the read-only dax mount's copier (FS.readBuf and
+	// FS.copyDax, dax.go) over the same device memory: file data reads
+	// of a dax mount (rwdax.go).
+	daxRead *FS
 }
 
 func (d *txDev) Size() int64 { return d.dev.Size() }

@@ -104,7 +104,7 @@ func (w *Writer) ReadAt(ino uint32, p []byte, off int64) (int, error) {
 		// The run of the extent holding lblk, in one device read.
 		n := int(min(int64(len(p)), int64(e.end()<<v.bsBits)-off) - int64(done))
 		phys := e.p + (lblk - uint64(e.l))
-		if err := readFull(v.dev, p[done:done+n], int64(phys<<v.bsBits)+pos&int64(v.bs-1)); err != nil {
+		if err := w.readData(p[done:done+n], int64(phys<<v.bsBits)+pos&int64(v.bs-1)); err != nil {
 			return done, err
 		}
 		done += n
