@@ -119,7 +119,7 @@ const (
 	fastMiss         // rest[:i] is not cached, or its stripe is changing
 )
 
-// fastSteps is cachedPrefix's loop for the steps that need no call:
+// fastSteps is cachedPrefix's loop for the steps that need no call
 // from directory node (whose stripe is st), while the next component of
 // rest (which starts with one, or is empty) is a cached directory,
 // referenced already, with no mount on it, it steps into it, and with
@@ -158,17 +158,16 @@ func (c *dcache) fastSteps(mb *mountFilter, node Node, st *dcStripe, rest string
 		if e == nil || e.reval != nil || st.gen.Load() != gen {
 			return node, st, rest, nil, i, fastMiss
 		}
-		if one || !e.ref.Load() || c.stats || e.child == nil || mb[e.cfw&3].Load()&e.cfb != 0 {
+		if one || !e.ref.Load() || e.child == nil || mb[e.cfw&3].Load()&e.cfb != 0 ||
+			(lastName && e.kind&kindLink != 0 && last&lastFollow != 0) ||
+			(!lastName && e.kind&(kindDir|kindLink) != kindDir) {
 			return node, st, rest, e, i, fastFound
+		}
+		if c.stats { // dcache.used's count, without its call
+			c.shards[h&c.mask%dcShards].hits.Add(1)
 		}
 		if lastName {
-			if e.kind&kindLink != 0 && last&lastFollow != 0 {
-				return node, st, rest, e, i, fastFound
-			}
 			return e.child, st, "", nil, 0, fastDone
-		}
-		if e.kind&(kindDir|kindLink) != kindDir {
-			return node, st, rest, e, i, fastFound
 		}
 		node, st = e.child, &c.stripes[e.cstripe]
 		rest = rest[i+1:]

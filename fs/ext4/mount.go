@@ -269,10 +269,11 @@ type FS struct {
 
 	statfs statfsCache // statfs.go
 
-	// listLimit bounds the bytes of parsed directory listings, lists
-	// counts them (listcache.go).
-	listLimit int64
-	lists     listCounters
+	// lview is the buffer-cache view parsed directory listings are
+	// charged to (the metadata's, or for dax a cache of their own), nil
+	// without listings; lists counts them (listcache.go).
+	lview *block.View
+	lists listCounters
 
 	shutdown sync.Once
 }
@@ -306,7 +307,7 @@ func mount(req vfs.MountRequest, logf func(string, ...any)) (vfs.FileSystem, err
 	fs, err := newFS(req.Source, b, opts, logf)
 	if err == nil {
 		if err = opts.checkJournalOpts(fs.vol.compat&compatHasJournal != 0 && !opts.noload); err != nil {
-			fs.vol.Close()
+			fs.closeVolume()
 		}
 	}
 	if err != nil {
@@ -340,10 +341,6 @@ func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)
 		}
 		vopt.Cache, vopt.CacheDevice = block.NewCache(limit), dev
 	}
-	fs.listLimit = opts.bcache
-	if fs.listLimit < 0 {
-		fs.listLimit = block.DefaultCacheLimit(block.ReadEnd(dev))
-	}
 	vol, err := Open(vdev, vopt)
 	if err != nil {
 		return nil, err
@@ -353,8 +350,18 @@ func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)
 	for fs.bs>>fs.bsBits > 1 {
 		fs.bsBits++
 	}
+	switch {
+	case vol.meta != nil:
+		fs.lview = vol.meta // listings share the blocks' budget
+	case fs.mem != nil && opts.bcache != 0:
+		limit := opts.bcache
+		if limit < 0 {
+			limit = block.DefaultCacheLimit(block.ReadEnd(dev))
+		}
+		fs.lview = block.NewCache(limit).View(dev, int(fs.bs))
+	}
 	if _, err := fs.node(vol.Root()); err != nil {
-		vol.Close()
+		fs.closeVolume()
 		return nil, err
 	}
 	return fs, nil
@@ -398,10 +405,19 @@ func (fs *FS) DAX() bool { return fs.dax != nil }
 func (fs *FS) Shutdown() error {
 	var err error
 	fs.shutdown.Do(func() {
-		fs.vol.Close()
+		fs.closeVolume()
 		err = fs.b.Release()
 	})
 	return err
+}
+
+// closeVolume closes the volume and the listings' own cache view, if
+// they have one.
+func (fs *FS) closeVolume() {
+	if fs.lview != nil && fs.lview != fs.vol.meta {
+		fs.lview.Close()
+	}
+	fs.vol.Close()
 }
 
 // node returns the cached node of inode ino, making it on first use.
