@@ -529,34 +529,48 @@ func (c *Cache) dropBlocks(d Device, bs int, first, last uint64) {
 // what was charged and must not call the cache. Call Touch on the entry
 // at each use, as Get marks a block.
 func (v *View) Charge(id uint64, size int64, evict func()) *Buf {
-	k := bufKey{v.dev, id, 0}
-	s := v.c.shard(id)
-	if size <= 0 || !v.c.reserve(s, size) {
+	return v.c.charge(v.dev, id, size, evict)
+}
+
+// Charge is View.Charge for memory tied to no device's blocks (no
+// invalidation drops it): a cache used for charges alone, as a budget
+// with eviction.
+func (c *Cache) Charge(id uint64, size int64, evict func()) *Buf {
+	return c.charge(nil, id, size, evict)
+}
+
+func (c *Cache) charge(d Device, id uint64, size int64, evict func()) *Buf {
+	k := bufKey{d, id, 0}
+	s := c.shard(id)
+	if size <= 0 || !c.reserve(s, size) {
 		return nil
 	}
 	b := &Buf{key: k, size: size, evict: evict, s: s}
 	s.mu.Lock()
 	if s.m[k] != nil {
 		s.mu.Unlock()
-		v.c.bytes.Add(-size)
+		c.bytes.Add(-size)
 		return nil
 	}
 	b.inMap = true
 	s.m[k] = b
 	s.prob.add(b, false)
 	s.probBytes += size
-	v.c.charges.Add(1)
+	c.charges.Add(1)
 	s.mu.Unlock()
 	return b
 }
 
+// Uncharge is Cache.Uncharge.
+func (v *View) Uncharge(b *Buf) { v.c.Uncharge(b) }
+
 // Uncharge drops charge b, if the cache still holds it, calling its
 // evict.
-func (v *View) Uncharge(b *Buf) {
+func (c *Cache) Uncharge(b *Buf) {
 	s := b.s
 	s.mu.Lock()
 	if b.inMap && s.m[b.key] == b {
-		s.drop(v.c, b)
+		s.drop(c, b)
 	}
 	s.mu.Unlock()
 }

@@ -24,12 +24,12 @@ package ext4
 // reading its blocks. ListingStats reports the listing bytes, their
 // peak and the hits; CacheStats the budget's bytes, listings included.
 //
-// Consistency: only read-only mounts have listings (a read-write mount's
-// directories are rwDir, rwmount.go, listed from their blocks), so a
-// listing never changes while mounted; an invalidation of the device
-// (a write to it by another path, a loop rebinding) drops them with the
-// blocks. Were rwDir to use them, every operation that changes
-// directory d would have to drop d's listing (Uncharge).
+// Consistency: on a read-only mount a listing never changes while
+// mounted; an invalidation of the device (a write to it by another path,
+// a loop rebinding) drops them with the blocks. A read-write mount's
+// directories (rwDir) keep listings too (rwlist.go), made under the
+// Writer's lock and dropped under it by every write of one of the
+// directory's blocks (writeDirBlock) and when the directory is freed.
 //
 // Concurrency: a listing is immutable once stored, but for evicted;
 // d.list is an atomic pointer. The eviction callback (dropList) runs
@@ -105,13 +105,24 @@ type ListingStats struct {
 
 // ListingStats returns the mount's listing counters.
 func (fs *FS) ListingStats() ListingStats {
-	c := &fs.lists
-	st := ListingStats{Bytes: c.bytes.Load(), Peak: c.peak.Load(),
-		Listings: c.lists.Load(), Hits: c.hits.Load(), Misses: c.misses.Load(), Dropped: c.dropped.Load()}
+	var limit int64
 	if fs.lview != nil {
-		st.Limit = fs.lview.Cache().Limit()
+		limit = fs.lview.Cache().Limit()
 	}
-	return st
+	return fs.lists.stats(limit)
+}
+
+// stats returns the counters, with the budget limit.
+func (c *listCounters) stats(limit int64) ListingStats {
+	return ListingStats{Bytes: c.bytes.Load(), Peak: c.peak.Load(), Limit: limit,
+		Listings: c.lists.Load(), Hits: c.hits.Load(), Misses: c.misses.Load(), Dropped: c.dropped.Load()}
+}
+
+// drop counts out a listing of cost bytes the cache dropped.
+func (c *listCounters) drop(cost int64) {
+	c.bytes.Add(-cost)
+	c.lists.Add(-1)
+	c.dropped.Add(1)
 }
 
 // cachedList returns d's listing, making it if the budget allows; nil if
@@ -165,10 +176,7 @@ func (d *dirNode) cachedList() *dirList {
 func (d *dirNode) dropList(l *dirList) {
 	l.evicted.Store(true)
 	d.list.CompareAndSwap(l, nil)
-	c := &d.fs.lists
-	c.bytes.Add(-l.cost)
-	c.lists.Add(-1)
-	c.dropped.Add(1)
+	d.fs.lists.drop(l.cost)
 }
 
 // parseList reads every block of directory in, as scanDir does (the same

@@ -54,12 +54,15 @@ var Types = []string{"ext4", "ext3", "ext2"}
 //	                  (EINVAL otherwise)
 //	dax=never, nodax  read and write file data through the device (the
 //	                  default)
-//	bcache=SIZE       read-only: budget of the buffer cache that metadata
-//	                  is read through, in bytes or with a K, M or G suffix;
-//	                  the default is block.DefaultCacheLimit (a quarter of
-//	                  the device, at most 64 MiB); bcache=0 reads metadata
+//	bcache=SIZE       one budget for the buffer cache that metadata is
+//	                  read through and the parsed directory listings, in
+//	                  bytes or with a K, M or G suffix; the default is
+//	                  block.DefaultCacheLimit (a quarter of the device, at
+//	                  most 64 MiB); bcache=0 reads metadata and directories
 //	                  from the device every time. A dax mount reads
-//	                  metadata from device memory and has no cache.
+//	                  metadata from device memory: the budget is its
+//	                  listings'; so it is on a read-write mount, whose
+//	                  Writer reads metadata without the buffer cache.
 //	commit=N          read-write: commit the running transaction N seconds
 //	                  after the last commit, with or without further
 //	                  operations (0: the default, 5); at most INT_MAX/HZ

@@ -43,6 +43,7 @@ func putDirent(b []byte, ino uint32, recLen uint16, name string, ft uint8) {
 // writeDirBlock sets the checksum tail of directory block buf of dir and
 // writes it at phys.
 func (w *Writer) writeDirBlock(dir uint32, draw []byte, buf []byte, phys uint64) error {
+	w.dirChanged(dir)
 	if w.isDxBlock(draw, buf) {
 		w.setDxCsum(dir, draw, buf) // an htree index block (rwhtree.go)
 	} else if w.v.rocompat&rocompatMetadataCsum != 0 {
@@ -504,6 +505,9 @@ func (w *Writer) make(dir uint32, name string, mode, uid, gid uint32, target str
 // ext4_free_inode does: no links, no blocks, a deletion time.
 func (w *Writer) releaseInode(ino uint32, raw []byte, isDir bool) error {
 	delete(w.dirs, ino)
+	if isDir {
+		w.dirChanged(ino)
+	}
 	if iFlags(raw)&FlagExtents != 0 {
 		if err := w.xremove(ino, raw, 0, 1<<32); err != nil {
 			return err
