@@ -32,21 +32,31 @@ func mountFS(t testing.TB, p *vfs.Proc, dev, opts string) *ext4.FS {
 	return fs
 }
 
+// listAll is dirents of dir, failing the test on an error.
 func listAll(t testing.TB, p *vfs.Proc, dir string) []vfs.Dirent {
 	t.Helper()
-	fd, err := p.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	all, err := dirents(p, dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return all
+}
+
+// dirents lists dir with getdents until empty.
+func dirents(p *vfs.Proc, dir string) ([]vfs.Dirent, error) {
+	fd, err := p.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
 	}
 	defer p.Close(fd)
 	var all []vfs.Dirent
 	for {
 		ds, err := p.Getdents(fd)
 		if err != nil {
-			t.Fatal(err)
+			return all, err
 		}
 		if len(ds) == 0 {
-			return all
+			return all, nil
 		}
 		all = append(all, ds...)
 	}

@@ -133,29 +133,10 @@ func TestDirListingEviction(t *testing.T) {
 	doneu()
 	defer pu.Unmount("/mnt", 0)
 
-	list := func(p *vfs.Proc, dir string) []vfs.Dirent {
-		t.Helper()
-		fd, err := p.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close(fd)
-		var all []vfs.Dirent
-		for {
-			ds, err := p.Getdents(fd)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(ds) == 0 {
-				return all
-			}
-			all = append(all, ds...)
-		}
-	}
 	for round := range 3 {
 		for d := range dirs {
 			dir := fmt.Sprintf("/mnt/d%03d", d)
-			if got, want := list(pc, dir), list(pu, dir); !reflect.DeepEqual(got, want) {
+			if got, want := listAll(t, pc, dir), listAll(t, pu, dir); !reflect.DeepEqual(got, want) {
 				t.Fatalf("round %d %s: getdents\n got %v\nwant %v", round, dir, got, want)
 			}
 			st, _ := fsc.Volume().CacheStats()

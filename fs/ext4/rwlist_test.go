@@ -53,24 +53,13 @@ func TestRWDirListingExact(t *testing.T) {
 	for i := range 40 {
 		model["/mnt/d"][fmt.Sprintf("file-%02d", i)] = true
 	}
-	names := func(dir string) map[string]bool {
-		t.Helper()
-		got := map[string]bool{}
-		for _, e := range readAll(t, p, dir) {
-			if got[e.Name] {
-				t.Errorf("%s: %q listed twice", dir, e.Name)
-			}
-			got[e.Name] = true
-		}
-		return got
-	}
 	check := func(what string, dirs ...string) {
 		t.Helper()
 		for _, dir := range dirs {
-			if got := names(dir); !maps.Equal(got, model[dir]) {
+			if got := listDir(t, p, dir); !maps.Equal(got, model[dir]) {
 				t.Errorf("after %s: %s lists %v, want %v", what, dir, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(model[dir])))
 			}
-			names(dir) // from its listing, for the next change to find
+			listDir(t, p, dir) // from its listing, for the next change to find
 		}
 	}
 	must := func(err error) {
@@ -147,7 +136,10 @@ func TestRWDirListingExact(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				readAll(t, p, "/mnt/d")
+				if _, err := dirents(p, "/mnt/d"); err != nil {
+					t.Error(err)
+					return
+				}
 			}
 		}
 	}()
@@ -159,7 +151,7 @@ func TestRWDirListingExact(t *testing.T) {
 		model["/mnt/d"][name] = true
 		if i%50 == 49 {
 			check(fmt.Sprintf("%d creates", i+1), "/mnt/d")
-		} else if !names("/mnt/d")[name] {
+		} else if !listDir(t, p, "/mnt/d")[name] {
 			t.Fatalf("create %s: the next listing does not show it", name)
 		}
 	}
@@ -168,31 +160,5 @@ func TestRWDirListingExact(t *testing.T) {
 	check("the creates", "/mnt/d", "/mnt/e")
 	if st := stats(); st.Listings == 0 || st.Bytes <= 0 || st.Bytes > st.Limit || st.Dropped == 0 {
 		t.Errorf("listing stats %+v: want listings held within the limit, and dropped by the changes", st)
-	}
-}
-
-// readAll lists dir with getdents until empty, without "." and "..".
-func readAll(t testing.TB, p *vfs.Proc, dir string) []vfs.Dirent {
-	fd, err := p.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		t.Error(err)
-		return nil
-	}
-	defer p.Close(fd)
-	var all []vfs.Dirent
-	for {
-		ds, err := p.Getdents(fd)
-		if err != nil {
-			t.Error(err)
-			return all
-		}
-		if len(ds) == 0 {
-			return all
-		}
-		for _, d := range ds {
-			if d.Name != "." && d.Name != ".." {
-				all = append(all, d)
-			}
-		}
 	}
 }
