@@ -575,6 +575,32 @@ func (c *Cache) Uncharge(b *Buf) {
 	s.mu.Unlock()
 }
 
+// Demote makes block blk, if cached, unheld and clean, the next one its
+// shard evicts unless it is used again first: unreferenced, in probation,
+// at the hand. A file system calls it for blocks whose contents it now
+// keeps in a better form (a directory's blocks, once charged as a
+// listing), so that eviction takes them before what is still used.
+func (v *View) Demote(blk uint64) {
+	s := v.c.shard(blk)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.m[bufKey{v.dev, blk, v.bs}]
+	if b == nil || b.holds.Load() > 0 || b.dirty.Load() {
+		return
+	}
+	b.ref.Store(false)
+	if b.protected {
+		s.prot.remove(b)
+		s.protBytes -= b.size
+	} else {
+		s.prob.remove(b)
+		s.probBytes -= b.size
+	}
+	s.prob.add(b, false)
+	s.probBytes += b.size
+	s.prob.hand = b
+}
+
 // Touch marks a charge (or a held block) used, for the CLOCK.
 func (b *Buf) Touch() {
 	if !b.ref.Load() {

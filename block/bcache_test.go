@@ -441,3 +441,39 @@ func TestCacheCharges(t *testing.T) {
 	pinned.Unpin()
 	v.Writeback()
 }
+
+// TestCacheDemote: blocks demoted (a file system keeps their contents in
+// a charge now) are evicted before the charges. As in a walk of many
+// small directories, each block is read twice (the listing, then ".."),
+// and its listing charged and used, for more directories than the cache
+// holds blocks and listings of: with the blocks demoted, fewer than half
+// as many charges are evicted as without (a shard that has no demoted
+// block yet when a charge comes still evicts what it has).
+func TestCacheDemote(t *testing.T) {
+	const bs = 1024
+	d := newMemDisk(8 << 20)
+	evictedCharges := func(demote bool) int64 {
+		c := block.NewCache(64 << 10)
+		v := c.View(d, bs)
+		defer v.Close()
+		var evicted atomic.Int64
+		for id := range 48 {
+			get(t, v, uint64(id))
+			get(t, v, uint64(id))
+			if b := v.Charge(uint64(id), bs, func() { evicted.Add(1) }); b != nil {
+				b.Touch()
+			}
+			if demote {
+				v.Demote(uint64(id))
+			}
+		}
+		if st := c.Stats(); st.Peak > st.Limit || st.Evictions == 0 {
+			t.Errorf("peak %d, limit %d, %d evictions", st.Peak, st.Limit, st.Evictions)
+		}
+		return evicted.Load()
+	}
+	with, without := evictedCharges(true), evictedCharges(false)
+	if 2*with >= without {
+		t.Errorf("charges evicted: %d with the blocks demoted, %d without; want fewer than half", with, without)
+	}
+}

@@ -283,7 +283,7 @@ func (w *walker) stepKind(cur location, name string, follow bool) (location, *de
 			if e.child == nil {
 				return location{}, nil, errENOENT
 			}
-			if w.ns.mountBits[e.cfw&3].Load()&e.cfb == 0 && (!follow || e.kind&kindLink == 0) {
+			if w.ns.mountBits[e.cfw%filterWords].Load()&e.cfb == 0 && (!follow || e.kind&kindLink == 0) {
 				return location{cur.mnt, e.child}, e, nil // no mount on it, no link to follow
 			}
 			return w.mounted(cur, e.child, e, follow)

@@ -86,7 +86,7 @@ func (w *walker) cachedPrefix(cur *location, restp *string, a *dirAttrs, last ui
 			break
 		}
 		cur.node = node
-		if w.ns.mountBits[e.cfw&3].Load()&e.cfb == 0 {
+		if w.ns.mountBits[e.cfw%filterWords].Load()&e.cfb == 0 {
 			cur.node = e.child
 			if !lastName && a != nil {
 				a.of(e)
@@ -158,7 +158,7 @@ func (c *dcache) fastSteps(mb *mountFilter, node Node, st *dcStripe, rest string
 		if e == nil || e.reval != nil || st.gen.Load() != gen {
 			return node, st, rest, nil, i, fastMiss
 		}
-		if one || !e.ref.Load() || e.child == nil || mb[e.cfw&3].Load()&e.cfb != 0 ||
+		if one || !e.ref.Load() || e.child == nil || mb[e.cfw%filterWords].Load()&e.cfb != 0 ||
 			(lastName && e.kind&kindLink != 0 && last&lastFollow != 0) ||
 			(!lastName && e.kind&(kindDir|kindLink) != kindDir) {
 			return node, st, rest, e, i, fastFound

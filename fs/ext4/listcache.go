@@ -168,8 +168,30 @@ func (d *dirNode) cachedList() *dirList {
 	}
 	if l.evicted.Load() { // dropped before it was stored
 		d.list.CompareAndSwap(l, nil)
+		return l
+	}
+	if fs.lview == fs.vol.meta {
+		fs.vol.demoteDir(in)
 	}
 	return l
+}
+
+// demoteDir demotes directory in's blocks in the buffer cache, now that
+// its listing holds what getdents needs from them: a walk of many small
+// directories then evicts their blocks before the listings (a Lookup
+// that still reads a block promotes it again).
+func (v *Volume) demoteDir(in *Inode) {
+	var c ExtentCache
+	for lblk, n := uint64(0), v.dirBlocks(in); lblk < n; {
+		m, err := v.MapBlocks(in, &c, lblk)
+		if err != nil || m.Logical > lblk || m.Logical+m.Len <= lblk {
+			return
+		}
+		for i := lblk - m.Logical; !m.Hole && i < m.Len && m.Logical+i < n; i++ {
+			v.meta.Demote(m.Physical + i)
+		}
+		lblk = m.Logical + m.Len
+	}
 }
 
 // dropList is listing l's eviction callback: d lets go of it.
