@@ -416,9 +416,8 @@ func (s *cacheShard) evictOne(c *Cache) bool {
 	return false
 }
 
-// drop takes b out of the shard; mu is held.
-func (s *cacheShard) drop(c *Cache, b *Buf) {
-	delete(s.m, b.key)
+// unring takes b off whichever ring it is on; mu is held.
+func (s *cacheShard) unring(b *Buf) {
 	if b.protected {
 		s.prot.remove(b)
 		s.protBytes -= b.size
@@ -426,6 +425,12 @@ func (s *cacheShard) drop(c *Cache, b *Buf) {
 		s.prob.remove(b)
 		s.probBytes -= b.size
 	}
+}
+
+// drop takes b out of the shard; mu is held.
+func (s *cacheShard) drop(c *Cache, b *Buf) {
+	delete(s.m, b.key)
+	s.unring(b)
 	b.inMap = false
 	c.bytes.Add(-b.size)
 	if b.evict != nil {
@@ -589,13 +594,7 @@ func (v *View) Demote(blk uint64) {
 		return
 	}
 	b.ref.Store(false)
-	if b.protected {
-		s.prot.remove(b)
-		s.protBytes -= b.size
-	} else {
-		s.prob.remove(b)
-		s.probBytes -= b.size
-	}
+	s.unring(b)
 	s.prob.add(b, false)
 	s.probBytes += b.size
 	s.prob.hand = b
