@@ -82,3 +82,92 @@ func TestCachedWalkDecisions(t *testing.T) {
 		t.Errorf("after the unmount: lstat errno %v ino %d, want the covered file's %d", e, ino, wantIno)
 	}
 }
+
+// TestCachedWalkLastName: the cached walk also takes a path's last
+// component (Linux's walk_component in RCU mode), and its mount
+// crossings are remembered per dentry for as long as the mount table is
+// unchanged. After every change below, made once the paths are cached,
+// the walk must see it: a mount on the last component and on a middle
+// one (stacked twice, then unmounted one at a time), a symlink as the
+// last component (lstat gives the link, stat its target), a negative
+// last component that is then created, and RESOLVE_NO_XDEV on a last
+// component that is a mount point.
+func TestCachedWalkLastName(t *testing.T) {
+	p := newProc(t)
+	for _, d := range []string{"/tmp/m", "/tmp/m/d", "/tmp/s"} {
+		must(t, p.Mkdir(d, 0o755))
+	}
+	createFile(t, p, "/tmp/m/d/f", "x")
+	must(t, p.Symlink("m/d", "/tmp/l"))
+	// ino is the device and inode number stat gives for path.
+	ino := func(what string, stat func(string) (vfs.Stat, error), path string) [2]uint64 {
+		t.Helper()
+		stat(path) // cache every name
+		st, err := stat(path)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", what, path, err)
+		}
+		return [2]uint64{st.Dev, st.Ino}
+	}
+	covered := ino("before the mounts", p.Lstat, "/tmp/m")
+	middle := ino("before the mounts", p.Lstat, "/tmp/m/d/f")
+
+	must(t, p.Mount("none", "/tmp/m", "tmpfs", 0, ""))
+	first := ino("one mount on the last name", p.Lstat, "/tmp/m")
+	if first == covered {
+		t.Errorf("lstat of a mount point gave the covered directory's inode")
+	}
+	want(t, p, "a middle name under the mount", "/tmp/m/d/f", unix.ENOENT)
+	must(t, p.Mkdir("/tmp/m/d", 0o755))
+	createFile(t, p, "/tmp/m/d/f", "y")
+	if ino("a file in the mount", p.Lstat, "/tmp/m/d/f") == middle {
+		t.Errorf("lstat through the mount gave the covered file's inode")
+	}
+	fd, err := p.Openat2(unix.AT_FDCWD, "/tmp/m", &unix.OpenHow{Flags: unix.O_RDONLY, Resolve: unix.RESOLVE_NO_XDEV})
+	if err == nil {
+		p.Close(fd)
+	}
+	wantErrno(t, "openat2 RESOLVE_NO_XDEV of a cached mount point", err, unix.EXDEV)
+
+	must(t, p.Mount("none", "/tmp/m", "tmpfs", 0, ""))
+	if second := ino("a second mount stacked", p.Lstat, "/tmp/m"); second == first || second == covered {
+		t.Errorf("lstat of a twice-mounted point: %v, want the top mount's root (not %v or %v)", second, first, covered)
+	}
+	want(t, p, "under the second mount", "/tmp/m/d/f", unix.ENOENT)
+	must(t, p.Unmount("/tmp/m", 0))
+	if got := ino("the second mount gone", p.Lstat, "/tmp/m"); got != first {
+		t.Errorf("after one unmount: %v, want the first mount's root %v", got, first)
+	}
+	must(t, p.Unmount("/tmp/m", 0))
+	if got := ino("both mounts gone", p.Lstat, "/tmp/m"); got != covered {
+		t.Errorf("after both unmounts: %v, want the covered directory's %v", got, covered)
+	}
+	if got := ino("both mounts gone", p.Lstat, "/tmp/m/d/f"); got != middle {
+		t.Errorf("after both unmounts: %v, want the covered file's %v", got, middle)
+	}
+
+	link := ino("a symlink, not followed", p.Lstat, "/tmp/l")
+	if target := ino("a symlink, followed", p.Stat, "/tmp/l"); target == link || target != ino("its target", p.Lstat, "/tmp/m/d") {
+		t.Errorf("stat of a cached symlink gave %v (the link is %v)", target, link)
+	}
+	if st, err := p.Lstat("/tmp/l"); err != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		t.Errorf("lstat of a cached symlink: mode %o, %v", st.Mode, err)
+	}
+
+	want(t, p, "a negative last name", "/tmp/s/new", unix.ENOENT)
+	createFile(t, p, "/tmp/s/new", "z")
+	want(t, p, "the negative last name created", "/tmp/s/new", 0)
+	want(t, p, "a trailing slash on a file", "/tmp/s/new/", unix.ENOTDIR)
+	must(t, p.Unlink("/tmp/s/new"))
+	want(t, p, "the last name unlinked", "/tmp/s/new", unix.ENOENT)
+}
+
+// want checks the errno of lstat(path), after two walks of it.
+func want(t *testing.T, p *vfs.Proc, what, path string, errno syscall.Errno) {
+	t.Helper()
+	p.Lstat(path)
+	p.Lstat(path)
+	if got, _ := lstatErrno(p, path); got != errno {
+		t.Errorf("%s: lstat %s: errno %v, want %v", what, path, got, errno)
+	}
+}

@@ -511,8 +511,8 @@ func walkCacheStats(before, after walkCounters, dax bool) string {
 	if st, st0 := after.b, before.b; after.bok {
 		hits := st.Hits - st0.Hits
 		look := hits + st.Misses - st0.Misses
-		fmt.Fprintf(&b, "; buffer cache: %d blocks, %.1f MiB (peak %.1f, limit %.1f MiB), %d gets, hit rate %.1f%%, %d evictions",
-			st.Blocks, float64(st.Bytes)/(1<<20), float64(st.Peak)/(1<<20), float64(st.Limit)/(1<<20), look,
+		fmt.Fprintf(&b, "; buffer cache: %d blocks and %d listings, %.1f MiB (peak %.1f, limit %.1f MiB, one budget), %d gets, hit rate %.1f%%, %d evictions",
+			st.Blocks, st.Charges, float64(st.Bytes)/(1<<20), float64(st.Peak)/(1<<20), float64(st.Limit)/(1<<20), look,
 			rate(hits, look), st.Evictions-st0.Evictions)
 	} else if dax {
 		b.WriteString("; buffer cache: none (dax: metadata from device memory)")
@@ -522,8 +522,8 @@ func walkCacheStats(before, after walkCounters, dax bool) string {
 	if l, l0 := after.l, before.l; l.Limit > 0 {
 		hits := l.Hits - l0.Hits
 		look := hits + l.Misses - l0.Misses
-		fmt.Fprintf(&b, "; listings: %d directories, %.2f MiB (peak %.2f, limit %.1f MiB), %d getdents, hit rate %.1f%%",
-			l.Listings, float64(l.Bytes)/(1<<20), float64(l.Peak)/(1<<20), float64(l.Limit)/(1<<20), look, rate(hits, look))
+		fmt.Fprintf(&b, "; listings: %d directories, %.2f MiB (peak %.2f, in the limit of %.1f MiB), %d getdents, hit rate %.1f%%, %d dropped",
+			l.Listings, float64(l.Bytes)/(1<<20), float64(l.Peak)/(1<<20), float64(l.Limit)/(1<<20), look, rate(hits, look), l.Dropped-l0.Dropped)
 	} else {
 		b.WriteString("; listings: off")
 	}

@@ -20,10 +20,15 @@ package block
 //     that, its hand demotes unreferenced blocks to probation. A one-time
 //     scan of many blocks therefore passes through probation without
 //     displacing the blocks that were used twice.
-//   - bytes counts the bytes of blocks in the maps. A miss reserves its
-//     block's bytes before it inserts (evicting as needed), so bytes never
-//     exceeds limit; if nothing can be evicted (every block held or
-//     dirty), the block is handed out uncached.
+//   - bytes counts the bytes of blocks in the maps, and of charges: what
+//     a file system keeps outside the blocks but derived from them (ext4's
+//     parsed directory listings), entered with View.Charge under a key of
+//     block size 0, and evicted by the same CLOCK (the cache then calls
+//     the charge's evict). A miss, or a charge, reserves its bytes before
+//     it inserts (evicting as needed), so bytes never exceeds limit; if
+//     nothing can be evicted (every block held or dirty), the block is
+//     handed out uncached (and a charge refused). Any invalidation of a
+//     device drops its charges too.
 //   - A block with holds > 0 (handed out and not yet released, or pinned)
 //     or marked dirty is never evicted. Dirty blocks are written back by
 //     View.Writeback, the hook a journal needs.
@@ -55,6 +60,8 @@ type Cache struct {
 	// bytes is the size of the blocks in the maps; peak its maximum.
 	bytes atomic.Int64
 	peak  atomic.Int64
+	// charges counts the charges (Charge) in the maps.
+	charges atomic.Int64
 	// hand picks the next shard to evict from when the inserting shard
 	// has nothing to give.
 	hand   atomic.Uint32
@@ -127,6 +134,11 @@ type Buf struct {
 	key  bufKey
 	data []byte
 	s    *cacheShard // nil for a block handed out uncached
+	// size is what the entry counts in the budget: len(data) for a
+	// block, the charged bytes for a charge (Charge), whose evict is
+	// called when the cache drops it.
+	size  int64
+	evict func()
 
 	// holds counts Get references and pins; ref is the CLOCK bit; dirty
 	// marks a block that must be written back before it can go.
@@ -193,6 +205,9 @@ func NewCache(limit int64) *Cache {
 	return c
 }
 
+// Limit returns the cache's byte budget.
+func (c *Cache) Limit() int64 { return c.limit }
+
 // DefaultCacheLimit is the budget a file system gives its metadata cache
 // when the mount does not say: a quarter of the device, at most 64 MiB.
 func DefaultCacheLimit(deviceSize int64) int64 {
@@ -204,8 +219,12 @@ type CacheStats struct {
 	Limit, Bytes, Peak int64  // budget, bytes cached now, most ever cached
 	Blocks             int    // blocks cached now
 	Hits, Misses       uint64 // Get calls served from memory, and from the device
-	Evictions          uint64 // blocks dropped to make room
-	Invalidated        uint64 // blocks dropped by Invalidate
+	Evictions          uint64 // blocks and charges dropped to make room
+	Invalidated        uint64 // blocks and charges dropped by Invalidate
+	// Charges and ChargedBytes are the charges (View.Charge) held now and
+	// their bytes, which Bytes includes.
+	Charges      int
+	ChargedBytes int64
 }
 
 // Stats returns the counters, summed over the shards.
@@ -214,7 +233,14 @@ func (c *Cache) Stats() CacheStats {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.RLock()
-		st.Blocks += len(s.m)
+		for k, b := range s.m {
+			if k.bs == 0 {
+				st.Charges++
+				st.ChargedBytes += b.size
+			} else {
+				st.Blocks++
+			}
+		}
 		s.mu.RUnlock()
 		st.Hits += s.hits.Load()
 		st.Misses += s.misses.Load()
@@ -281,7 +307,7 @@ func (v *View) Get(blk uint64) (*Buf, error) {
 // device happened meanwhile.
 func (v *View) fill(k bufKey, s *cacheShard) (*Buf, error) {
 	gen := v.ds.gen.Load()
-	b := &Buf{key: k, data: make([]byte, v.bs)}
+	b := &Buf{key: k, data: make([]byte, v.bs), size: int64(v.bs)}
 	b.holds.Store(1)
 	n, err := v.f.ReadIter(iov.Buf(b.data), int64(k.blk)*int64(v.bs))
 	if err == nil && n < v.bs {
@@ -360,9 +386,9 @@ func (s *cacheShard) evictOne(c *Cache) bool {
 			case b.ref.Load():
 				b.ref.Store(false)
 				s.prob.remove(b)
-				s.probBytes -= int64(len(b.data))
+				s.probBytes -= b.size
 				s.prot.add(b, true)
-				s.protBytes += int64(len(b.data))
+				s.protBytes += b.size
 			default:
 				s.drop(c, b)
 				s.evictions.Add(1)
@@ -382,26 +408,35 @@ func (s *cacheShard) evictOne(c *Cache) bool {
 			s.prot.advance()
 		default:
 			s.prot.remove(b)
-			s.protBytes -= int64(len(b.data))
+			s.protBytes -= b.size
 			s.prob.add(b, false)
-			s.probBytes += int64(len(b.data))
+			s.probBytes += b.size
 		}
 	}
 	return false
 }
 
+// unring takes b off whichever ring it is on; mu is held.
+func (s *cacheShard) unring(b *Buf) {
+	if b.protected {
+		s.prot.remove(b)
+		s.protBytes -= b.size
+	} else {
+		s.prob.remove(b)
+		s.probBytes -= b.size
+	}
+}
+
 // drop takes b out of the shard; mu is held.
 func (s *cacheShard) drop(c *Cache, b *Buf) {
 	delete(s.m, b.key)
-	if b.protected {
-		s.prot.remove(b)
-		s.protBytes -= int64(len(b.data))
-	} else {
-		s.prob.remove(b)
-		s.probBytes -= int64(len(b.data))
-	}
+	s.unring(b)
 	b.inMap = false
-	c.bytes.Add(-int64(len(b.data)))
+	c.bytes.Add(-b.size)
+	if b.evict != nil {
+		c.charges.Add(-1)
+		b.evict()
+	}
 }
 
 // Writeback writes every dirty block of the view to the device, in block
@@ -459,7 +494,7 @@ func (c *Cache) dropRange(d Device, off, n int64) {
 			if k.dev != d {
 				continue
 			}
-			if n >= 0 {
+			if n >= 0 && k.bs != 0 { // a charge goes with any change of d
 				start := int64(k.blk) * int64(k.bs)
 				if start >= off+n || start+int64(k.bs) <= off {
 					continue
@@ -482,6 +517,106 @@ func (c *Cache) dropBlocks(d Device, bs int, first, last uint64) {
 		if b := s.m[k]; b != nil {
 			s.drop(c, b)
 			s.invalidated.Add(1)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Charge counts size bytes that a file system keeps about this view's
+// device outside its blocks (a parsed directory listing, say) in the
+// cache's budget, as one more entry under key id (unique among the
+// view's charges): the limit then bounds blocks and charges together,
+// and the same 2Q CLOCK evicts both. Room is made by evicting as for a
+// block. It returns the entry, or nil if the bytes do not fit (more than
+// the limit, or nothing evictable) or id is charged already. When the
+// cache drops the entry (eviction, an invalidation of the device, Close,
+// Uncharge), it calls evict, under a shard lock: evict must let go of
+// what was charged and must not call the cache. Call Touch on the entry
+// at each use, as Get marks a block.
+func (v *View) Charge(id uint64, size int64, evict func()) *Buf {
+	return v.c.charge(v.dev, id, size, evict)
+}
+
+// Charge is View.Charge for memory tied to no device's blocks (no
+// invalidation drops it): a cache used for charges alone, as a budget
+// with eviction.
+func (c *Cache) Charge(id uint64, size int64, evict func()) *Buf {
+	return c.charge(nil, id, size, evict)
+}
+
+func (c *Cache) charge(d Device, id uint64, size int64, evict func()) *Buf {
+	k := bufKey{d, id, 0}
+	s := c.shard(id)
+	if size <= 0 || !c.reserve(s, size) {
+		return nil
+	}
+	b := &Buf{key: k, size: size, evict: evict, s: s}
+	s.mu.Lock()
+	if s.m[k] != nil {
+		s.mu.Unlock()
+		c.bytes.Add(-size)
+		return nil
+	}
+	b.inMap = true
+	s.m[k] = b
+	s.prob.add(b, false)
+	s.probBytes += size
+	c.charges.Add(1)
+	s.mu.Unlock()
+	return b
+}
+
+// Uncharge is Cache.Uncharge.
+func (v *View) Uncharge(b *Buf) { v.c.Uncharge(b) }
+
+// Uncharge drops charge b, if the cache still holds it, calling its
+// evict.
+func (c *Cache) Uncharge(b *Buf) {
+	s := b.s
+	s.mu.Lock()
+	if b.inMap && s.m[b.key] == b {
+		s.drop(c, b)
+	}
+	s.mu.Unlock()
+}
+
+// Demote makes block blk, if cached, unheld and clean, the next one its
+// shard evicts unless it is used again first: unreferenced, in probation,
+// at the hand. A file system calls it for blocks whose contents it now
+// keeps in a better form (a directory's blocks, once charged as a
+// listing), so that eviction takes them before what is still used.
+func (v *View) Demote(blk uint64) {
+	s := v.c.shard(blk)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.m[bufKey{v.dev, blk, v.bs}]
+	if b == nil || b.holds.Load() > 0 || b.dirty.Load() {
+		return
+	}
+	b.ref.Store(false)
+	s.unring(b)
+	s.prob.add(b, false)
+	s.probBytes += b.size
+	s.prob.hand = b
+}
+
+// Touch marks a charge (or a held block) used, for the CLOCK.
+func (b *Buf) Touch() {
+	if !b.ref.Load() {
+		b.ref.Store(true)
+	}
+}
+
+// dropCharges removes every charge on d.
+func (c *Cache) dropCharges(d Device) {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for k, b := range s.m {
+			if k.dev == d && k.bs == 0 {
+				s.drop(c, b)
+				s.invalidated.Add(1)
+			}
 		}
 		s.mu.Unlock()
 	}
@@ -573,6 +708,9 @@ func invalidate(d Device, off, n int64, except *Cache) {
 					continue
 				}
 				c.dropBlocks(d, bs, uint64(off/int64(bs)), uint64((off+n-1)/int64(bs)))
+				if c.charges.Load() != 0 {
+					c.dropCharges(d)
+				}
 				continue
 			}
 			c.dropRange(d, off, n)

@@ -354,3 +354,126 @@ func BenchmarkCacheGet(b *testing.B) {
 		})
 	})
 }
+
+// TestCacheCharges: charges (what a file system keeps outside the blocks)
+// count in the same budget as the blocks and are evicted by the same
+// CLOCK, calling their evict; held, pinned and dirty blocks still stay;
+// a charge that cannot fit is refused, as is a second charge of one id;
+// an invalidation of the device, Uncharge and Close drop charges.
+func TestCacheCharges(t *testing.T) {
+	const bs = 1024
+	d := newMemDisk(8 << 20)
+	c := block.NewCache(16 << 10)
+	v := c.View(d, bs)
+	defer v.Close()
+	pinned, _ := v.Get(1)
+	pinned.Pin()
+	pinned.Release()
+	dirty, _ := v.Get(2)
+	dirty.MarkDirty()
+	dirty.Release()
+
+	var evicted atomic.Int64
+	for id := range 64 {
+		if v.Charge(uint64(id), 700, func() { evicted.Add(1) }) == nil {
+			t.Fatalf("charge %d refused", id)
+		}
+		get(t, v, uint64(100+id)) // blocks and charges compete
+		if st := c.Stats(); st.Bytes > st.Limit {
+			t.Fatalf("after charge %d: %d bytes, limit %d", id, st.Bytes, st.Limit)
+		}
+	}
+	st := c.Stats()
+	if evicted.Load() == 0 || st.Peak > st.Limit || st.Charges == 0 || st.ChargedBytes != int64(st.Charges)*700 {
+		t.Errorf("%d charges evicted; peak %d limit %d; %d charges of %d bytes", evicted.Load(), st.Peak, st.Limit, st.Charges, st.ChargedBytes)
+	}
+	if int(evicted.Load())+st.Charges != 64 {
+		t.Errorf("%d evicted + %d held, want 64 charges", evicted.Load(), st.Charges)
+	}
+	misses := st.Misses
+	get(t, v, 1)
+	get(t, v, 2)
+	if m := c.Stats().Misses - misses; m != 0 {
+		t.Errorf("%d of the pinned and dirty blocks were evicted for charges", m)
+	}
+
+	// In a cache of 16 blocks a shard, a touched charge survives a scan
+	// of blocks that an untouched one does not (2Q: it is promoted on
+	// the hand's next pass).
+	big := block.NewCache(256 << 10)
+	bv := big.View(d, bs)
+	defer bv.Close()
+	var hotGone, coldGone atomic.Bool
+	hot := bv.Charge(1000, 700, func() { hotGone.Store(true) })
+	cold := bv.Charge(1001, 700, func() { coldGone.Store(true) })
+	if hot == nil || cold == nil {
+		t.Fatal("charges refused")
+	}
+	for blk := range 2000 {
+		hot.Touch()
+		get(t, bv, uint64(1000+blk))
+	}
+	if hotGone.Load() || !coldGone.Load() {
+		t.Errorf("after a scan: touched charge evicted %v, untouched one %v", hotGone.Load(), coldGone.Load())
+	}
+	bv.Uncharge(hot)
+	if !hotGone.Load() {
+		t.Error("Uncharge did not call evict")
+	}
+	if v.Charge(2000, 17<<10, func() {}) != nil {
+		t.Error("a charge larger than the budget was accepted")
+	}
+	if b := v.Charge(3000, 100, func() {}); b == nil || v.Charge(3000, 100, func() {}) != nil {
+		t.Error("a charge of an id charged already was accepted, or the first refused")
+	}
+
+	var dropped atomic.Int64
+	for id := range 4 {
+		v.Charge(uint64(4000+id), 100, func() { dropped.Add(1) })
+	}
+	f := block.NewFile(d, nil)
+	if _, err := f.Write([]byte("x"), 512*1000); err != nil {
+		t.Fatal(err)
+	}
+	if got := dropped.Load(); got != 4 || c.Stats().Charges != 0 {
+		t.Errorf("a write to the device dropped %d of 4 charges; %d charges left", got, c.Stats().Charges)
+	}
+	pinned.Unpin()
+	v.Writeback()
+}
+
+// TestCacheDemote: blocks demoted (a file system keeps their contents in
+// a charge now) are evicted before the charges. As in a walk of many
+// small directories, each block is read twice (the listing, then ".."),
+// and its listing charged and used, for more directories than the cache
+// holds blocks and listings of: with the blocks demoted, fewer than half
+// as many charges are evicted as without (a shard that has no demoted
+// block yet when a charge comes still evicts what it has).
+func TestCacheDemote(t *testing.T) {
+	const bs = 1024
+	d := newMemDisk(8 << 20)
+	evictedCharges := func(demote bool) int64 {
+		c := block.NewCache(64 << 10)
+		v := c.View(d, bs)
+		defer v.Close()
+		var evicted atomic.Int64
+		for id := range 48 {
+			get(t, v, uint64(id))
+			get(t, v, uint64(id))
+			if b := v.Charge(uint64(id), bs, func() { evicted.Add(1) }); b != nil {
+				b.Touch()
+			}
+			if demote {
+				v.Demote(uint64(id))
+			}
+		}
+		if st := c.Stats(); st.Peak > st.Limit || st.Evictions == 0 {
+			t.Errorf("peak %d, limit %d, %d evictions", st.Peak, st.Limit, st.Evictions)
+		}
+		return evicted.Load()
+	}
+	with, without := evictedCharges(true), evictedCharges(false)
+	if 2*with >= without {
+		t.Errorf("charges evicted: %d with the blocks demoted, %d without; want fewer than half", with, without)
+	}
+}

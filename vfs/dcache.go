@@ -72,7 +72,9 @@ package vfs
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"math/bits"
 	"reflect"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -149,6 +151,9 @@ type dentry struct {
 	fs           FileSystem
 	reval        Revalidator // dir's, if it has one
 	ref          atomic.Bool
+	// cross caches child's mount crossing (walkcached.go), for a child
+	// the mount filter does not rule out.
+	cross atomic.Pointer[crossing]
 	// prev and rnext link the shard's ring, under its mu.
 	prev, rnext *dentry
 }
@@ -162,10 +167,9 @@ func (e *dentry) is(name string) bool {
 		return false
 	}
 	if len(name) <= 16 {
-		// Two word loads a side, as in hash: no call to memequal.
-		a0, a1 := nameWords(e.short[:len(name)])
-		b0, b1 := nameWords(unsafe.Slice(unsafe.StringData(name), len(name)))
-		return a0 == b0 && a1 == b1
+		// The words, as in hash: no call to memequal.
+		b0, b1 := nameWords(name)
+		return e.w0 == b0 && e.w1 == b1
 	}
 	if len(name) <= dcShortName {
 		return string(e.short[:len(name)]) == name
@@ -176,25 +180,48 @@ func (e *dentry) is(name string) bool {
 // nameWords packs a name of at most 16 bytes into two words that differ
 // for different names of the same length: overlapping loads of its first
 // and last 8 (or 4) bytes, or its bytes.
-func nameWords(b []byte) (uint64, uint64) {
-	n := len(b)
-	switch {
-	case n >= 8:
-		return binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[n-8:])
-	case n >= 4:
-		return uint64(binary.LittleEndian.Uint32(b)), uint64(binary.LittleEndian.Uint32(b[n-4:]))
-	case n > 0:
-		return uint64(b[0]) | uint64(b[n/2])<<8 | uint64(b[n-1])<<16, 0
+func nameWords(s string) (uint64, uint64) {
+	n := len(s)
+	p := unsafe.Pointer(unsafe.StringData(s))
+	if n >= 8 {
+		return load64(p), load64(unsafe.Add(p, n-8))
+	}
+	if n >= 4 {
+		return uint64(load32(p)), uint64(load32(unsafe.Add(p, n-4)))
+	}
+	if n > 0 {
+		return uint64(*(*byte)(p)) | uint64(*(*byte)(unsafe.Add(p, n/2)))<<8 | uint64(*(*byte)(unsafe.Add(p, n-1)))<<16, 0
 	}
 	return 0, 0
 }
+
+// load64 is the little-endian word of the 8 bytes at p: one load where
+// unaligned loads are allowed.
+func load64(p unsafe.Pointer) uint64 {
+	if unalignedOK {
+		return *(*uint64)(p)
+	}
+	return binary.LittleEndian.Uint64(unsafe.Slice((*byte)(p), 8))
+}
+
+// load32 is the little-endian word of the 4 bytes at p.
+func load32(p unsafe.Pointer) uint32 {
+	if unalignedOK {
+		return *(*uint32)(p)
+	}
+	return binary.LittleEndian.Uint32(unsafe.Slice((*byte)(p), 4))
+}
+
+// unalignedOK is true on the little-endian architectures whose loads need
+// no alignment.
+const unalignedOK = runtime.GOARCH == "amd64" || runtime.GOARCH == "386" || runtime.GOARCH == "arm64" || runtime.GOARCH == "ppc64le"
 
 // setName stores name in e, inline if it fits (so it does not keep the
 // path it was cut from alive either way).
 func (e *dentry) setName(name string) {
 	e.nlen = len(name)
 	if len(name) <= 16 {
-		e.w0, e.w1 = nameWords(unsafe.Slice(unsafe.StringData(name), len(name)))
+		e.w0, e.w1 = nameWords(name)
 	}
 	if len(name) <= dcShortName {
 		copy(e.short[:], name)
@@ -297,14 +324,16 @@ func (c *dcache) hash(dir Node, name string) (uint64, uintptr) {
 	if n > 16 {
 		return mix(w) ^ maphash.String(c.seed, name), w
 	}
-	lo, hi := nameWords(unsafe.Slice(unsafe.StringData(name), n))
+	lo, hi := nameWords(name)
 	return c.hashWords(w, lo, hi, n), w
 }
 
 // hashWords is hash of a name of n <= 16 bytes whose nameWords are lo
-// and hi.
+// and hi: one 64x64->128-bit multiply of the keyed words, folded
+// (wyhash's mum).
 func (c *dcache) hashWords(w uintptr, lo, hi uint64, n int) uint64 {
-	return mix(uint64(w)^c.k0^lo) ^ mix(hi^c.k1^uint64(n)<<56)
+	h, l := bits.Mul64(uint64(w)^c.k0^lo, hi^c.k1^uint64(n)<<56)
+	return h ^ l
 }
 
 func (c *dcache) stripe(w uintptr) *dcStripe {
@@ -348,52 +377,48 @@ func kindOf(n Node) nodeKind {
 // Lookup made it, and a node's type never changes. No dentry holds "",
 // "." or "..", nor a name longer than NAME_MAX: the walk answers those
 // before it calls lookup. A directory with a Revalidator is left to
-// lookup, which revalidates (and drops what Revalidate rejects).
+// lookup, which revalidates (and drops what Revalidate rejects). The
+// cached prefix of a walk (walkcached.go) makes the same probe inline.
 func (c *dcache) hit(node Node, name string) *dentry {
 	if c.off {
 		return nil
 	}
-	words := ifaceWords(node)
-	return c.probe(words, &c.stripes[stripeIndex(words.data)], name)
-}
-
-// probe is hit in directory words (its interface words), whose stripe is
-// st: hash and find fused, the name's words made once for the hash and
-// the compare.
-func (c *dcache) probe(words iwords, st *dcStripe, name string) *dentry {
-	n := len(name)
-	var h, lo, hi uint64
-	if n <= 16 {
-		lo, hi = nameWords(unsafe.Slice(unsafe.StringData(name), n))
-		h = c.hashWords(words.data, lo, hi, n)
-	} else {
-		h = mix(words.data) ^ maphash.String(c.seed, name)
-	}
+	h, w := c.hash(node, name)
+	st := c.stripe(w)
 	gen := st.gen.Load()
 	if st.active.Load() != 0 {
 		return nil
 	}
-	e := c.buckets[h&c.mask].Load()
-	for ; e != nil; e = e.next.Load() {
-		if e.hash == h && e.dirw == words && e.nlen == n && e.w0 == lo && e.w1 == hi && (n <= 16 || e.is(name)) {
-			break
-		}
-	}
+	e := c.find(h, node, name)
 	if e == nil || e.reval != nil || st.gen.Load() != gen {
 		return nil
 	}
+	c.used(e)
+	return e
+}
+
+// used marks e referenced (for CLOCK) and counts the hit if hits are
+// counted. It inlines: the rest is in usedSlow.
+func (c *dcache) used(e *dentry) {
+	if !e.ref.Load() || c.stats {
+		c.usedSlow(e)
+	}
+}
+
+//go:noinline
+func (c *dcache) usedSlow(e *dentry) {
 	if !e.ref.Load() {
 		e.ref.Store(true)
 	}
-	if c.stats {
-		s := &c.shards[h&c.mask%dcShards]
-		if e.child == nil {
-			s.negHits.Add(1)
-		} else {
-			s.hits.Add(1)
-		}
+	if !c.stats {
+		return
 	}
-	return e
+	s := &c.shards[e.hash&c.mask%dcShards]
+	if e.child == nil {
+		s.negHits.Add(1)
+	} else {
+		s.hits.Add(1)
+	}
 }
 
 // lookup is dir.Lookup(name) through the cache; node is dir as a Node
@@ -411,17 +436,9 @@ func (c *dcache) lookup(node Node, dir Lookuper, name string, fs FileSystem) (ch
 	if st.active.Load() == 0 {
 		if e := c.find(h, node, name); e != nil && st.gen.Load() == gen {
 			if e.reval == nil || e.reval.Revalidate(name, e.child) {
-				if !e.ref.Load() {
-					e.ref.Store(true)
-				}
+				c.used(e)
 				if e.child == nil {
-					if c.stats {
-						c.shards[h&c.mask%dcShards].negHits.Add(1)
-					}
 					return nil, nil, errENOENT
-				}
-				if c.stats {
-					c.shards[h&c.mask%dcShards].hits.Add(1)
 				}
 				return e.child, e, nil
 			}

@@ -16,12 +16,16 @@ package vfs
 
 import "sync/atomic"
 
-// mountFilter is 256 bits; each word is loaded and stored atomically.
-type mountFilter [4]atomic.Uint64
+// mountFilter is 1024 bits (a walk of a few directories rarely meets a
+// false "maybe", whose crossing check leaves the walk's fast loop); each
+// word is loaded and stored atomically.
+type mountFilter [filterWords]atomic.Uint64
+
+const filterWords = 16
 
 // bitOf returns the word and bit of the pointer word w.
 func bitOf(w uintptr) (int, uint64) {
-	h := mix(w) >> 56
+	h := mix(w) >> 54
 	return int(h >> 6), 1 << (h & 63)
 }
 
@@ -32,11 +36,14 @@ func (f *mountFilter) mayCover(n Node) bool {
 }
 
 // bits computes the filter of table t.
-func filterOf(t map[mountKey]*mount) (bits [4]uint64) {
+func filterOf(t map[mountKey]*mount) (bits [filterWords]uint64) {
 	for k := range t {
 		w, ok := dirWord(k.point)
 		if !ok {
-			return [4]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}
+			for i := range bits {
+				bits[i] = ^uint64(0)
+			}
+			return bits
 		}
 		i, b := bitOf(w)
 		bits[i] |= b

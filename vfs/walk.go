@@ -111,9 +111,13 @@ func (w *walker) resolve(cur location, path string, follow bool) (location, erro
 	if err := checkPath(path); err != nil {
 		return location{}, err
 	}
-	dir, name, trailing, err := w.parent(cur, path)
-	if err != nil {
-		return location{}, err
+	last := uint8(lastTake)
+	if follow {
+		last |= lastFollow
+	}
+	dir, name, trailing, err := w.walkParent(cur, path, last)
+	if err != nil || name == cachedAll {
+		return dir, err
 	}
 	loc, err := w.step(dir, name, follow || trailing)
 	if err != nil {
@@ -131,6 +135,18 @@ func (w *walker) resolve(cur location, path string, follow bool) (location, erro
 // directory reached, the last component ("" when path is all slashes, "."
 // or ".." as written), and whether path ended in a slash.
 func (w *walker) parent(cur location, path string) (location, string, bool, error) {
+	return w.walkParent(cur, path, 0)
+}
+
+// cachedAll is walkParent's name when the cached prefix walked the last
+// component too: its location is then the result. No component can be
+// it (it holds a slash).
+const cachedAll = "/"
+
+// walkParent is parent; with lastTake in last (cachedPrefix's flags),
+// when the path has no trailing slash and its last component is cached,
+// it walks that too and returns the result with the name cachedAll.
+func (w *walker) walkParent(cur location, path string, last uint8) (location, string, bool, error) {
 	if path[0] == '/' {
 		root, err := w.jumpRoot(cur)
 		if err != nil {
@@ -138,7 +154,11 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 		}
 		cur = root
 	}
-	trimmed := strings.TrimRight(path, "/")
+	trimmed := path
+	if path[len(path)-1] == '/' {
+		trimmed = strings.TrimRight(path, "/")
+		last = 0 // resolve checks the result is a directory
+	}
 	trailing := len(trimmed) < len(path)
 	rest := trimmed
 	// cur's mode, owner and group, once the Stat that checks it is a
@@ -153,7 +173,10 @@ func (w *walker) parent(cur location, path string) (location, string, bool, erro
 		if !check {
 			ap = nil
 		}
-		stepped = w.cachedPrefix(&cur, &rest, ap)
+		var done bool
+		if stepped, done = w.cachedPrefix(&cur, &rest, ap, last); done {
+			return cur, cachedAll, false, nil
+		}
 		dmode, duid, dgid, known = a.mode, a.uid, a.gid, a.known
 	}
 	for {
@@ -260,7 +283,7 @@ func (w *walker) stepKind(cur location, name string, follow bool) (location, *de
 			if e.child == nil {
 				return location{}, nil, errENOENT
 			}
-			if w.ns.mountBits[e.cfw&3].Load()&e.cfb == 0 && (!follow || e.kind&kindLink == 0) {
+			if w.ns.mountBits[e.cfw%filterWords].Load()&e.cfb == 0 && (!follow || e.kind&kindLink == 0) {
 				return location{cur.mnt, e.child}, e, nil // no mount on it, no link to follow
 			}
 			return w.mounted(cur, e.child, e, follow)

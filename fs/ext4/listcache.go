@@ -11,22 +11,32 @@ package ext4
 // directory holding only "." and "..", against its 1 KiB block, and no
 // block read, checksum or parse on the next getdents.
 //
-// Bound: a file system's listings together stay under listLimit bytes
-// (the buffer cache's budget; the default budget for dax mounts; none
-// with bcache=0), counted as listCost of what they hold. A listing that
-// would pass it is not cached, and that directory keeps reading its
-// blocks. Listings are freed at unmount, not evicted. ListingStats
-// reports the bytes, their peak and the hits.
+// Bound: one budget for the blocks and the listings of a mount. Each
+// listing is charged to the mount's buffer cache (block.View.Charge, at
+// listCost of what it holds) as one more entry of its 2Q CLOCK: the
+// bcache= limit bounds the cached blocks and listings together, and
+// eviction picks among both (a dirty or pinned block is still never
+// evicted; a listing is neither). An evicted listing is dropped from its
+// directory, whose next getdents reads the blocks and makes it again. A
+// dax mount, whose metadata needs no buffer cache, gets a cache of the
+// default budget for its listings alone; bcache=0 turns both off. A
+// listing larger than the budget is not made, and its directory keeps
+// reading its blocks. ListingStats reports the listing bytes, their
+// peak and the hits; CacheStats the budget's bytes, listings included.
 //
-// Consistency: only read-only mounts have listings (a read-write mount's
-// directories are rwDir, rwmount.go, listed from their blocks), so a
-// listing never changes while mounted. Were rwDir to use them, every
-// operation that changes directory d would have to drop d.list
-// (d.list.Store(nil), giving its bytes back).
+// Consistency: on a read-only mount a listing never changes while
+// mounted; an invalidation of the device (a write to it by another path,
+// a loop rebinding) drops them with the blocks. A read-write mount's
+// directories (rwDir) keep listings too (rwlist.go), made under the
+// Writer's lock and dropped under it by every write of one of the
+// directory's blocks (writeDirBlock) and when the directory is freed.
 //
-// Concurrency: a listing is immutable once stored; d.list is an atomic
-// pointer, and two getdents racing to fill it store equal listings (the
-// second CompareAndSwap fails and its bytes are not charged).
+// Concurrency: a listing is immutable once stored, but for evicted;
+// d.list is an atomic pointer. The eviction callback (dropList) runs
+// under a buffer-cache lock and only sets evicted and clears d.list; a
+// getdents still reading an evicted listing reads valid memory. Two
+// getdents racing to fill d.list: the second CompareAndSwap fails and its
+// charge is given back.
 
 import (
 	"cmp"
@@ -34,6 +44,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/iovfs/iovfs/block"
 	"github.com/iovfs/iovfs/vfs"
 )
 
@@ -41,6 +52,10 @@ import (
 type dirList struct {
 	ents []listEnt
 	cost int64 // what it is charged (listCost)
+	// ent is its entry in the buffer cache, set before the listing is
+	// stored; evicted is set when the cache drops it.
+	ent     *block.Buf
+	evicted atomic.Bool
 }
 
 // unlisted marks a directory that is listed from its blocks: inline, over
@@ -66,34 +81,48 @@ type listCounters struct {
 	bytes, peak  atomic.Int64
 	lists        atomic.Int64 // listings held
 	hits, misses atomic.Uint64
+	dropped      atomic.Uint64
 }
 
-// charge adds cost bytes if they fit under limit, and keeps the peak.
-func (c *listCounters) charge(cost, limit int64) bool {
+// add counts in a listing of cost bytes, and keeps the peak.
+func (c *listCounters) add(cost int64) {
 	n := c.bytes.Add(cost)
-	if n > limit {
-		c.bytes.Add(-cost)
-		return false
-	}
 	for p := c.peak.Load(); n > p && !c.peak.CompareAndSwap(p, n); p = c.peak.Load() {
 	}
 	c.lists.Add(1)
-	return true
 }
 
 // ListingStats are a mount's parsed-listing counters.
 type ListingStats struct {
-	Bytes, Peak, Limit int64  // held now, the most held at once, the bound
-	Listings           int64  // directories holding a listing
-	Hits               uint64 // getdents answered from a listing
-	Misses             uint64 // getdents that read directory blocks (to make a listing, or without one)
+	Bytes, Peak int64 // held now, the most held at once
+	// Limit is the budget they share with the buffer cache's blocks.
+	Limit    int64
+	Listings int64  // directories holding a listing
+	Hits     uint64 // getdents answered from a listing
+	Misses   uint64 // getdents that read directory blocks (to make a listing, or without one)
+	Dropped  uint64 // listings the buffer cache evicted (or dropped at an invalidation)
 }
 
 // ListingStats returns the mount's listing counters.
 func (fs *FS) ListingStats() ListingStats {
-	c := &fs.lists
-	return ListingStats{Bytes: c.bytes.Load(), Peak: c.peak.Load(), Limit: fs.listLimit,
-		Listings: c.lists.Load(), Hits: c.hits.Load(), Misses: c.misses.Load()}
+	var limit int64
+	if fs.lview != nil {
+		limit = fs.lview.Cache().Limit()
+	}
+	return fs.lists.stats(limit)
+}
+
+// stats returns the counters, with the budget limit.
+func (c *listCounters) stats(limit int64) ListingStats {
+	return ListingStats{Bytes: c.bytes.Load(), Peak: c.peak.Load(), Limit: limit,
+		Listings: c.lists.Load(), Hits: c.hits.Load(), Misses: c.misses.Load(), Dropped: c.dropped.Load()}
+}
+
+// drop counts out a listing of cost bytes the cache dropped.
+func (c *listCounters) drop(cost int64) {
+	c.bytes.Add(-cost)
+	c.lists.Add(-1)
+	c.dropped.Add(1)
 }
 
 // cachedList returns d's listing, making it if the budget allows; nil if
@@ -105,11 +134,12 @@ func (d *dirNode) cachedList() *dirList {
 			return nil
 		}
 		d.fs.lists.hits.Add(1)
+		l.ent.Touch()
 		return l
 	}
 	fs, in := d.fs, d.in
 	fs.lists.misses.Add(1) // this getdents reads blocks, to make a listing or without one
-	if fs.listLimit <= 0 || in.Flags&FlagInlineData != 0 {
+	if fs.lview == nil || in.Flags&FlagInlineData != 0 {
 		d.list.CompareAndSwap(nil, unlisted)
 		return nil
 	}
@@ -121,16 +151,54 @@ func (d *dirNode) cachedList() *dirList {
 		d.list.CompareAndSwap(nil, unlisted)
 		return nil
 	}
-	if !fs.lists.charge(l.cost, fs.listLimit) {
-		d.list.CompareAndSwap(nil, unlisted) // listings are never freed while mounted
+	if l.cost > fs.lview.Cache().Limit() {
+		d.list.CompareAndSwap(nil, unlisted)
 		return nil
 	}
+	if l.ent = fs.lview.Charge(uint64(in.Ino), l.cost, func() { d.dropList(l) }); l.ent == nil {
+		return nil // no room now (every block held); a later getdents tries again
+	}
+	fs.lists.add(l.cost)
 	if !d.list.CompareAndSwap(nil, l) { // another getdents stored one
-		fs.lists.bytes.Add(-l.cost)
-		fs.lists.lists.Add(-1)
-		return d.list.Load()
+		fs.lview.Uncharge(l.ent)
+		if l := d.list.Load(); l != unlisted {
+			return l
+		}
+		return nil
+	}
+	if l.evicted.Load() { // dropped before it was stored
+		d.list.CompareAndSwap(l, nil)
+		return l
+	}
+	if fs.lview == fs.vol.meta {
+		fs.vol.demoteDir(in)
 	}
 	return l
+}
+
+// demoteDir demotes directory in's blocks in the buffer cache, now that
+// its listing holds what getdents needs from them: a walk of many small
+// directories then evicts their blocks before the listings (a Lookup
+// that still reads a block promotes it again).
+func (v *Volume) demoteDir(in *Inode) {
+	var c ExtentCache
+	for lblk, n := uint64(0), v.dirBlocks(in); lblk < n; {
+		m, err := v.MapBlocks(in, &c, lblk)
+		if err != nil || m.Logical > lblk || m.Logical+m.Len <= lblk {
+			return
+		}
+		for i := lblk - m.Logical; !m.Hole && i < m.Len && m.Logical+i < n; i++ {
+			v.meta.Demote(m.Physical + i)
+		}
+		lblk = m.Logical + m.Len
+	}
+}
+
+// dropList is listing l's eviction callback: d lets go of it.
+func (d *dirNode) dropList(l *dirList) {
+	l.evicted.Store(true)
+	d.list.CompareAndSwap(l, nil)
+	d.fs.lists.drop(l.cost)
 }
 
 // parseList reads every block of directory in, as scanDir does (the same

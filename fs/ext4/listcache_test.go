@@ -105,3 +105,51 @@ func TestDirListingCache(t *testing.T) {
 		t.Errorf("bcache=0: listing stats %+v, want none", lu)
 	}
 }
+
+// TestDirListingEviction: listings are charged to the buffer cache, so a
+// small bcache= budget bounds blocks and listings together: listing 300
+// directories over and over in 24 KiB evicts listings (and blocks), the
+// cache never holds more than its budget, what it holds as charges is
+// exactly the listings' bytes, and every getdents still matches one from
+// the blocks (bcache=0), whether its listing was evicted or not.
+func TestDirListingEviction(t *testing.T) {
+	const dirs = 300
+	fill := func(t testing.TB, dir string) {
+		for d := range dirs {
+			sub := filepath.Join(dir, fmt.Sprintf("d%03d", d))
+			os.Mkdir(sub, 0o755)
+			for f := range 12 {
+				os.WriteFile(filepath.Join(sub, fmt.Sprintf("file-%02d", f)), nil, 0o644)
+			}
+		}
+	}
+	img := mkImage(t, 8192, fill, "-t", "ext4", "-b", "1024", "-N", "4096")
+	pc, devc, donec := newProc(t, img, viaLoop)
+	fsc := mountFS(t, pc, devc, "bcache=24K")
+	donec()
+	defer pc.Unmount("/mnt", 0)
+	pu, devu, doneu := newProc(t, img, viaLoop)
+	mountFS(t, pu, devu, "bcache=0")
+	doneu()
+	defer pu.Unmount("/mnt", 0)
+
+	for round := range 3 {
+		for d := range dirs {
+			dir := fmt.Sprintf("/mnt/d%03d", d)
+			if got, want := listAll(t, pc, dir), listAll(t, pu, dir); !reflect.DeepEqual(got, want) {
+				t.Fatalf("round %d %s: getdents\n got %v\nwant %v", round, dir, got, want)
+			}
+			st, _ := fsc.Volume().CacheStats()
+			if ls := fsc.ListingStats(); st.Bytes > st.Limit || st.ChargedBytes != ls.Bytes || int64(st.Charges) != ls.Listings {
+				t.Fatalf("round %d %s: cache %d bytes (limit %d), %d charges of %d bytes; listings %d of %d bytes",
+					round, dir, st.Bytes, st.Limit, st.Charges, st.ChargedBytes, ls.Listings, ls.Bytes)
+			}
+		}
+	}
+	st, _ := fsc.Volume().CacheStats()
+	ls := fsc.ListingStats()
+	if st.Peak > st.Limit || ls.Limit != st.Limit || ls.Dropped == 0 || ls.Hits == 0 || st.Evictions == 0 {
+		t.Errorf("cache %+v\nlistings %+v: want the peak within the limit, listings evicted and hit", st, ls)
+	}
+	t.Logf("cache peak %d of %d bytes; %d listings dropped, %d getdents from listings, %d from blocks", st.Peak, st.Limit, ls.Dropped, ls.Hits, ls.Misses)
+}

@@ -54,12 +54,15 @@ var Types = []string{"ext4", "ext3", "ext2"}
 //	                  (EINVAL otherwise)
 //	dax=never, nodax  read and write file data through the device (the
 //	                  default)
-//	bcache=SIZE       read-only: budget of the buffer cache that metadata
-//	                  is read through, in bytes or with a K, M or G suffix;
-//	                  the default is block.DefaultCacheLimit (a quarter of
-//	                  the device, at most 64 MiB); bcache=0 reads metadata
+//	bcache=SIZE       one budget for the buffer cache that metadata is
+//	                  read through and the parsed directory listings, in
+//	                  bytes or with a K, M or G suffix; the default is
+//	                  block.DefaultCacheLimit (a quarter of the device, at
+//	                  most 64 MiB); bcache=0 reads metadata and directories
 //	                  from the device every time. A dax mount reads
-//	                  metadata from device memory and has no cache.
+//	                  metadata from device memory: the budget is its
+//	                  listings'; so it is on a read-write mount, whose
+//	                  Writer reads metadata without the buffer cache.
 //	commit=N          read-write: commit the running transaction N seconds
 //	                  after the last commit, with or without further
 //	                  operations (0: the default, 5); at most INT_MAX/HZ
@@ -269,10 +272,11 @@ type FS struct {
 
 	statfs statfsCache // statfs.go
 
-	// listLimit bounds the bytes of parsed directory listings, lists
-	// counts them (listcache.go).
-	listLimit int64
-	lists     listCounters
+	// lview is the buffer-cache view parsed directory listings are
+	// charged to (the metadata's, or for dax a cache of their own), nil
+	// without listings; lists counts them (listcache.go).
+	lview *block.View
+	lists listCounters
 
 	shutdown sync.Once
 }
@@ -306,7 +310,7 @@ func mount(req vfs.MountRequest, logf func(string, ...any)) (vfs.FileSystem, err
 	fs, err := newFS(req.Source, b, opts, logf)
 	if err == nil {
 		if err = opts.checkJournalOpts(fs.vol.compat&compatHasJournal != 0 && !opts.noload); err != nil {
-			fs.vol.Close()
+			fs.closeVolume()
 		}
 	}
 	if err != nil {
@@ -340,10 +344,6 @@ func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)
 		}
 		vopt.Cache, vopt.CacheDevice = block.NewCache(limit), dev
 	}
-	fs.listLimit = opts.bcache
-	if fs.listLimit < 0 {
-		fs.listLimit = block.DefaultCacheLimit(block.ReadEnd(dev))
-	}
 	vol, err := Open(vdev, vopt)
 	if err != nil {
 		return nil, err
@@ -353,8 +353,18 @@ func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)
 	for fs.bs>>fs.bsBits > 1 {
 		fs.bsBits++
 	}
+	switch {
+	case vol.meta != nil:
+		fs.lview = vol.meta // listings share the blocks' budget
+	case fs.mem != nil && opts.bcache != 0:
+		limit := opts.bcache
+		if limit < 0 {
+			limit = block.DefaultCacheLimit(block.ReadEnd(dev))
+		}
+		fs.lview = block.NewCache(limit).View(dev, int(fs.bs))
+	}
 	if _, err := fs.node(vol.Root()); err != nil {
-		vol.Close()
+		fs.closeVolume()
 		return nil, err
 	}
 	return fs, nil
@@ -398,10 +408,19 @@ func (fs *FS) DAX() bool { return fs.dax != nil }
 func (fs *FS) Shutdown() error {
 	var err error
 	fs.shutdown.Do(func() {
-		fs.vol.Close()
+		fs.closeVolume()
 		err = fs.b.Release()
 	})
 	return err
+}
+
+// closeVolume closes the volume and the listings' own cache view, if
+// they have one.
+func (fs *FS) closeVolume() {
+	if fs.lview != nil && fs.lview != fs.vol.meta {
+		fs.lview.Close()
+	}
+	fs.vol.Close()
 }
 
 // node returns the cached node of inode ino, making it on first use.

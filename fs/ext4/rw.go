@@ -153,6 +153,11 @@ type Writer struct {
 	dbuf   []byte           // one block: partial data blocks (rwfile.go)
 	iraw   []byte           // the inode of the running WriteAt/ReadAt
 
+	// onDirChange, if set, is called with mu held when a block of
+	// directory ino is written or the directory is freed, and with 0
+	// when the running transaction is dropped (rwlist.go).
+	onDirChange func(ino uint32)
+
 	// xcache: xattr blocks by h_hash, the kernel's mbcache (rwxattr.go).
 	xcache map[uint32][]uint64
 	// bmaps caches the runs of block maps (rwblockmap.go); under mu.

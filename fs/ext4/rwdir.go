@@ -43,6 +43,7 @@ func putDirent(b []byte, ino uint32, recLen uint16, name string, ft uint8) {
 // writeDirBlock sets the checksum tail of directory block buf of dir and
 // writes it at phys.
 func (w *Writer) writeDirBlock(dir uint32, draw []byte, buf []byte, phys uint64) error {
+	w.dirChanged(dir)
 	if phys == 0 {
 		return w.writeInlineDir(dir, draw, buf) // rwinline.go
 	}
@@ -522,6 +523,9 @@ func (w *Writer) make(dir uint32, name string, mode, uid, gid uint32, target str
 func (w *Writer) releaseInode(ino uint32, raw []byte, isDir bool) error {
 	delete(w.dirs, ino)
 	delete(w.newInline, ino)
+	if isDir {
+		w.dirChanged(ino)
+	}
 	if iFlags(raw)&FlagExtents != 0 {
 		if err := w.xremove(ino, raw, 0, 1<<32); err != nil {
 			return err

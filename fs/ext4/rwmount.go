@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -33,6 +34,13 @@ type rwFS struct {
 
 	mu    sync.Mutex
 	nodes map[uint32]vfs.Node
+
+	// Parsed directory listings (rwlist.go): lcache is their budget
+	// (bcache=), used only under w.mu, which also protects listed, the
+	// directories holding one; nil without listings.
+	lcache *block.Cache
+	listed map[uint32]*rwDir
+	lists  listCounters
 
 	shutdown sync.Once
 }
@@ -108,6 +116,7 @@ func mountRW(req vfs.MountRequest, opts mountOpts, logf func(string, ...any)) (v
 	}
 	w.StartCommitter()
 	fs := &rwFS{w: w, b: b, bs: uint64(w.v.bs), nodes: map[uint32]vfs.Node{}}
+	fs.startListings(opts.bcache, block.ReadEnd(dev))
 	return fs, nil
 }
 
@@ -185,7 +194,7 @@ func (fs *rwFS) node(ino uint32, mode uint32) (vfs.Node, error) {
 	var n vfs.Node
 	switch mode & S_IFMT {
 	case S_IFDIR:
-		n = &rwDir{b}
+		n = &rwDir{rwBase: b}
 	case S_IFREG:
 		n = &rwFile{b}
 	case S_IFLNK:
@@ -304,7 +313,10 @@ func (n *rwBase) Listxattr() ([]string, error) {
 	return l, n.fs.check("ext4_listxattr", err)
 }
 
-type rwDir struct{ rwBase }
+type rwDir struct {
+	rwBase
+	list atomic.Pointer[dirList] // rwlist.go
+}
 
 // FileType implements vfs.FileTyper.
 func (*rwDir) FileType() uint32 { return S_IFDIR }
@@ -341,15 +353,26 @@ func (d *rwDir) Lookup(name string) (vfs.Node, error) {
 	return d.fs.node(ino, mode)
 }
 
-// ReadDir implements vfs.DirReader, with ext4's offsets as cookies.
+// ReadDir implements vfs.DirReader, with ext4's offsets as cookies; from
+// the directory's listing when it has one (rwlist.go).
 func (d *rwDir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 	if off < 3 {
 		off = 0
+	}
+	if l := d.list.Load(); l != nil {
+		d.fs.lists.hits.Add(1)
+		l.ent.Touch()
+		l.read(off, fn)
+		return nil
 	}
 	return d.fs.check("ext4_readdir", d.fs.w.View(func(v *Volume) error {
 		in, err := v.Inode(d.ino)
 		if err != nil {
 			return err
+		}
+		if l := d.fs.listDir(d, v, in); l != nil {
+			l.read(off, fn)
+			return nil
 		}
 		return v.ReadDirFrom(in, off, func(name []byte, ino uint32, ft uint8, next int64) bool {
 			return fn(vfs.Dirent{Name: string(name), Ino: uint64(ino), Type: dtype(ft), Off: next})

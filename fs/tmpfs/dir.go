@@ -77,8 +77,8 @@ func (d *Dir) free() {
 
 // Stat implements vfs.Node. Nlink is 2 plus the subdirectories, and 0 once
 // the directory is removed.
-func (d *Dir) Stat() (vfs.Stat, error) {
-	st := d.stat()
+func (d *Dir) Stat() (st vfs.Stat, err error) {
+	d.stat(&st)
 	d.mu.RLock()
 	st.Nlink = uint64(2 + d.subdirs)
 	if d.removed {

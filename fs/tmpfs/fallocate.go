@@ -181,7 +181,7 @@ func (t *pageTree) remove(idx int64) bool {
 			atomic.StorePointer(&path[h+1].slots[slot[h+1]], nil)
 		}
 	}
-	t.n--
+	atomic.StoreInt64(&t.n, t.n-1)
 	if t.n == 0 {
 		t.top.Store(nil)
 	}

@@ -79,20 +79,20 @@ func (n *inode) init(fs *FS, dir *Dir, mode uint32, c vfs.Cred, now instant) {
 	n.setAtime(now.wall, now)
 }
 
-// stat fills the fields that every node type reports the same way.
-func (n *inode) stat() vfs.Stat {
-	return vfs.Stat{
-		Ino:     n.ino,
-		Mode:    n.mode.Load(),
-		Nlink:   uint64(n.nlink.Load()),
-		Uid:     n.uid.Load(),
-		Gid:     n.gid.Load(),
-		Blksize: pageSize,
-		Atime:   time.Unix(0, n.atime.Load()),
-		Mtime:   time.Unix(0, n.mtime.Load()),
-		Ctime:   time.Unix(0, n.ctime.Load()),
-		Btime:   time.Unix(0, n.btime),
-	}
+// stat fills the fields of st that every node type reports the same way
+// (the others are left as they are). It fills the caller's result in
+// place: a Stat returned by value is copied at each return.
+func (n *inode) stat(st *vfs.Stat) {
+	st.Ino = n.ino
+	st.Mode = n.mode.Load()
+	st.Nlink = uint64(n.nlink.Load())
+	st.Uid = n.uid.Load()
+	st.Gid = n.gid.Load()
+	st.Blksize = pageSize
+	st.Atime = time.Unix(0, n.atime.Load())
+	st.Mtime = time.Unix(0, n.mtime.Load())
+	st.Ctime = time.Unix(0, n.ctime.Load())
+	st.Btime = time.Unix(0, n.btime)
 }
 
 // touchAtime applies Linux's default relatime rule (relatime_need_update)

@@ -15,8 +15,9 @@ package tmpfs
 // reaches a *page only at height 1, never a node mistaken for a page. A
 // node or page dropped from the tree stays valid memory for a reader
 // that still holds it (the garbage collector keeps it); such a reader's
-// bytes are thrown away by the seqcount check. The node counts (pages,
-// n) are read only under File.mu.
+// bytes are thrown away by the seqcount check. The node counts (pages)
+// are read only under File.mu; n is stored atomically under it, for
+// File.Stat's lock-free read.
 
 import (
 	"sync/atomic"
@@ -52,7 +53,7 @@ type rnode struct {
 // pageTree maps page indexes to pages.
 type pageTree struct {
 	top atomic.Pointer[treeTop] // nil when the tree holds no page
-	n   int64                   // pages held
+	n   int64                   // pages held; stored with atomic.StoreInt64
 }
 
 // treeTop is the root of a tree and its height, published as one value.
@@ -126,7 +127,7 @@ func (t *pageTree) insert(idx int64, pg *page) {
 	}
 	n.pages++
 	atomic.StorePointer(&n.slots[idx&radixMask], unsafe.Pointer(pg))
-	t.n++
+	atomic.StoreInt64(&t.n, t.n+1)
 }
 
 // truncate drops every page at index first or above and returns how many
@@ -142,7 +143,7 @@ func (t *pageTree) truncate(first int64) int64 {
 	} else {
 		freed = truncNode(top.root, top.height, first)
 	}
-	t.n -= freed
+	atomic.StoreInt64(&t.n, t.n-freed)
 	if t.n == 0 {
 		t.top.Store(nil)
 		return freed

@@ -30,8 +30,8 @@ func (s *Special) dtype() uint8 {
 }
 
 // Stat implements vfs.Node: size 0, and the device number in Rdev.
-func (s *Special) Stat() (vfs.Stat, error) {
-	st := s.stat()
+func (s *Special) Stat() (st vfs.Stat, err error) {
+	s.stat(&st)
 	st.Rdev = s.rdev
 	return st, nil
 }

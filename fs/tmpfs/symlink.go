@@ -23,8 +23,8 @@ type Symlink struct {
 func (s *Symlink) dtype() uint8 { return unix.DT_LNK }
 
 // Stat implements vfs.Node: the size is the target's length.
-func (s *Symlink) Stat() (vfs.Stat, error) {
-	st := s.stat()
+func (s *Symlink) Stat() (st vfs.Stat, err error) {
+	s.stat(&st)
 	st.Size = int64(len(s.target))
 	if s.paged {
 		st.Blocks = pageSize / 512
