@@ -8,9 +8,8 @@ package ext4
 // consistent volume.
 //
 // Scope (what OpenWriter accepts, checked by writeRefusal):
-//   - extents (regular files: extent trees of any depth, unwritten
-//     extents and fallocate, rwextent.go and rwfalloc.go; directories
-//     are grown with trees of depth 0 or 1, rwfile.go's storeExtents),
+//   - extents (extent trees of any depth, rwextent.go, for regular files
+//     and directories; unwritten extents and fallocate, rwfalloc.go),
 //     64bit,
 //     flex_bg, meta_bg, sparse_super, sparse_super2, large_file,
 //     huge_file, dir_nlink, extra_isize, metadata_csum (+csum_seed) or

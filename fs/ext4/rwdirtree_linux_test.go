@@ -1,0 +1,270 @@
+package ext4
+
+// Directories whose blocks need extent trees deeper than i_block: the
+// Writer grows them through rwextent.go's tree code, and changes the
+// trees the kernel made.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// dirTreeName is the i-th name of a growing directory: long, so that a
+// 1 KiB block holds few of them and the directory takes many blocks.
+func dirTreeName(i int) string {
+	return fmt.Sprintf("%06d-%s", i, strings.Repeat("d", 180+i%60))
+}
+
+// extentDepth is the depth of ino's extent tree (eh_depth in i_block).
+func extentDepth(t *testing.T, w *Writer, ino uint32) int {
+	t.Helper()
+	in := mustInode(t, w, ino)
+	if in.Flags&FlagExtents == 0 {
+		t.Fatalf("inode %d is not extent-mapped", ino)
+	}
+	return int(le16(in.raw[0x28:], 6))
+}
+
+// growFragmented adds names first..first+n-1 to directory d; each time d
+// takes a new block, a one-block file is written in d, so that the next
+// directory block cannot follow the last one and every block is an
+// extent of its own. want gets the names made.
+func growFragmented(t *testing.T, w *Writer, d uint32, first, n int, want map[string]bool) {
+	t.Helper()
+	size := mustInode(t, w, d).Size
+	blk := bytes.Repeat([]byte{0xa5}, int(w.v.bs))
+	for i := first; i < first+n; i++ {
+		name := dirTreeName(i)
+		if _, err := w.Create(d, name, 0o644, 0, 0); err != nil {
+			t.Fatalf("create %d: %v", i, err)
+		}
+		want[name] = true
+		if s := mustInode(t, w, d).Size; s != size {
+			size = s
+			fname := fmt.Sprintf("data-%06d", i)
+			f, err := w.Create(d, fname, 0o644, 0, 0)
+			if err != nil {
+				t.Fatalf("create %s: %v", fname, err)
+			}
+			if _, err := w.WriteAt(f, blk, 0); err != nil {
+				t.Fatalf("write %s: %v", fname, err)
+			}
+			want[fname] = true
+		}
+	}
+}
+
+// kernelSeesNames checks that a kernel ro,noload mount of img lists
+// exactly want in dir, and finds each name by lookup.
+func kernelSeesNames(t *testing.T, img, dir string, want map[string]bool) {
+	t.Helper()
+	mnt, um := kmount(t, img, "ro,noload")
+	defer um()
+	ents, err := os.ReadDir(filepath.Join(mnt, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, e := range ents {
+		if !want[e.Name()] {
+			t.Fatalf("kernel lists %q, not made", e.Name())
+		}
+		got[e.Name()] = true
+	}
+	if len(got) != len(want) {
+		t.Fatalf("kernel lists %d names, want %d", len(got), len(want))
+	}
+	for name := range want {
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(mnt, dir, name), &st); err != nil {
+			t.Fatalf("kernel lookup %q: %v", name, err)
+		}
+	}
+}
+
+// shrinkAndRegrow removes every third name of want from d, then grows d
+// again: the removed entries' space is reused and the tree takes new
+// extents at its end.
+func shrinkAndRegrow(t *testing.T, w *Writer, d uint32, first, n int, want map[string]bool) {
+	t.Helper()
+	i := 0
+	for name := range want {
+		if i%3 == 0 {
+			if err := w.Unlink(d, name); err != nil {
+				t.Fatalf("unlink %q: %v", name, err)
+			}
+			delete(want, name)
+		}
+		i++
+	}
+	growFragmented(t, w, d, first, n, want)
+}
+
+// TestWriterDirExtentTree grows directories on fragmented 1 KiB-block
+// volumes (an htree with dir_index, a linear directory without) until
+// their extent trees are two levels deep, then removes and adds names;
+// e2fsck -fn must be clean and the kernel must list and find every name.
+// At the end the directory is emptied and removed, which frees its tree.
+func TestWriterDirExtentTree(t *testing.T) {
+	needRoot(t)
+	needMke2fs(t)
+	for _, set := range []struct {
+		name, opts string
+		n          int // names: enough for a depth-2 tree
+	}{
+		{"htree", "-b 1024", 1100},
+		{"htree-nocsum", "-b 1024 ^metadata_csum,uninit_bg", 1100},
+		{"linear", "-b 1024 ^dir_index", 1600},
+	} {
+		t.Run(set.name, func(t *testing.T) {
+			n := set.n
+			if testing.Short() || rwRace {
+				n = 500
+			}
+			dir := t.TempDir()
+			base := filepath.Join(dir, "base.img")
+			mkfsRW(t, base, 64, set.opts)
+			orig, _ := os.ReadFile(base)
+			dev := memWDev(orig)
+			w, err := OpenWriter(dev, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := w.Mkdir(rootIno, "d", 0o755, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]bool{}
+			growFragmented(t, w, d, 0, n, want)
+			depth := extentDepth(t, w, d)
+			minDepth := 2
+			if testing.Short() || rwRace {
+				minDepth = 1
+			}
+			if depth < minDepth {
+				t.Fatalf("directory extent tree of depth %d after %d names, want %d", depth, n, minDepth)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			img := checkedImage(t, dir, dev)
+			kernelSeesNames(t, img, "d", want)
+
+			w, err = OpenWriter(dev, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			shrinkAndRegrow(t, w, d, n, n/2, want)
+			t.Logf("depth %d after %d names, %d after removals and %d more; %d blocks",
+				depth, n, extentDepth(t, w, d), n/2, mustInode(t, w, d).Size>>w.v.bsBits)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			img = checkedImage(t, dir, dev)
+			kernelSeesNames(t, img, "d", want)
+
+			w, err = OpenWriter(dev, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name := range want {
+				if err := w.Unlink(d, name); err != nil {
+					t.Fatalf("unlink %q: %v", name, err)
+				}
+			}
+			if err := w.Rmdir(rootIno, "d"); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			checkedImage(t, dir, dev)
+		})
+	}
+}
+
+// TestWriterKernelDeepDir: the kernel grows a directory on a volume whose
+// free space it has cut into one-block pieces until the directory's
+// extent tree has index blocks; the Writer then
+// adds and removes names in it, deepening the tree. e2fsck -fn must be
+// clean and a kernel mount must list and find every name.
+func TestWriterKernelDeepDir(t *testing.T) {
+	needRoot(t)
+	needMke2fs(t)
+	n := 700
+	if testing.Short() || rwRace {
+		n = 300
+	}
+	dir := t.TempDir()
+	img := filepath.Join(dir, "k.img")
+	mkfsRW(t, img, 32, "-b 1024")
+	mnt, um := kmount(t, img, "")
+	kd := filepath.Join(mnt, "d")
+	if err := os.Mkdir(kd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Free space in one-block pieces: a file over most of it, every
+	// other block punched out (mballoc finds the directory's next block
+	// near its last one, never right after it).
+	f, err := os.OpenFile(filepath.Join(mnt, "fill"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &sfs); err != nil {
+		t.Fatal(err)
+	}
+	fill := int64(sfs.Bavail) - 2000
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, fill*1024); err != nil {
+		t.Fatal(err)
+	}
+	for b := int64(0); b < fill; b += 2 {
+		if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, b*1024, 1024); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+	syncMount(t, mnt)
+	want := map[string]bool{}
+	for i := 0; i < n; i++ {
+		name := dirTreeName(i)
+		if err := os.WriteFile(filepath.Join(kd, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want[name] = true
+	}
+	syncMount(t, mnt)
+	um()
+	e2fsckClean(t, img)
+	orig, _ := os.ReadFile(img)
+	dev := memWDev(orig)
+	w, err := OpenWriter(dev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := w.Volume().Lookup(mustInode(t, w, rootIno), "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kdepth := extentDepth(t, w, d)
+	if kdepth < 1 {
+		t.Fatalf("the kernel's directory has an extent tree of depth %d, want index blocks", kdepth)
+	}
+	shrinkAndRegrow(t, w, d, n, n, want)
+	depth := extentDepth(t, w, d)
+	if depth < kdepth {
+		t.Fatalf("depth %d after growth, the kernel's was %d", depth, kdepth)
+	}
+	t.Logf("kernel's directory: depth %d; after the Writer's changes: depth %d, %d blocks", kdepth, depth, mustInode(t, w, d).Size>>w.v.bsBits)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wimg := checkedImage(t, dir, dev)
+	kernelSeesNames(t, wimg, "d", want)
+}
