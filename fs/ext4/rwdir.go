@@ -69,6 +69,12 @@ type dirent struct {
 // scanEntries calls fn for every entry (in use or not) of directory dir's
 // blocks, with the block's bytes; fn returns true to stop.
 func (w *Writer) scanEntries(dir uint32, draw []byte, fn func(buf []byte, e dirent, name []byte) bool) error {
+	if iFlags(draw)&FlagExtents == 0 {
+		// An inline directory gets its block first (rwinline.go).
+		if _, _, err := w.loadExtents(dir, draw); err != nil {
+			return err
+		}
+	}
 	v := w.v
 	buf := make([]byte, v.bs)
 	nb := iSize(draw) >> v.bsBits

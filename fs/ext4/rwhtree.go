@@ -579,16 +579,20 @@ func (w *Writer) makeIndexed(dir uint32, draw []byte, idx *wdir, name string, in
 // which the caller writes). The block's contents are the caller's to
 // write.
 func (w *Writer) appendDirBlock(dir uint32, draw []byte) (lblk, phys uint64, err error) {
+	var exts []wext
+	if iFlags(draw)&FlagExtents == 0 {
+		// A block map's runs; an inline directory gets its block first
+		// (rwinline.go), and may be extent-mapped after.
+		if exts, _, err = w.loadExtents(dir, draw); err != nil {
+			return 0, 0, err
+		}
+	}
 	lblk = iSize(draw) >> w.v.bsBits
 	if lblk >= 1<<32-1 {
 		return 0, 0, syscall.ENOSPC
 	}
 	var start uint64
 	if iFlags(draw)&FlagExtents == 0 {
-		exts, _, err := w.loadExtents(dir, draw)
-		if err != nil {
-			return 0, 0, err
-		}
 		_, _, next := lookupExt(exts, lblk)
 		if start, _, err = w.allocBlocks(w.goalFor(dir, exts, next, lblk), 1); err != nil {
 			return 0, 0, err
