@@ -145,6 +145,9 @@ type Writer struct {
 	closed bool
 	err    error            // a failed commit: no more changes
 	dirs   map[uint32]*wdir // name indexes of directories (rwdir.go)
+	// dirGen counts directory block writes: an open listing that sees
+	// it changed reads the directory again (i_version, dirhash.go).
+	dirGen uint64
 	dx     *dxScratch       // htree insertion buffers (rwhtree.go)
 	held   map[uint32]int   // open counts (Hold)
 	orphan map[uint32]bool  // unlinked while held: freed at the last Unhold

@@ -52,6 +52,7 @@ func (w *Writer) writeDirBlock(dir uint32, draw []byte, buf []byte, phys uint64)
 		t[6], t[7] = 0, 0xDE
 		binary.LittleEndian.PutUint32(t[8:], crc32c(w.inodeSeed(dir, draw), buf[:w.v.bs-12]))
 	}
+	w.dirGen++
 	return w.writeAt(buf, int64(phys<<w.v.bsBits))
 }
 

@@ -1,0 +1,371 @@
+package ext4_test
+
+// getdents64 and lseek on directories against the kernel: the same calls
+// (small buffers, so that listings resume; seeks to returned d_off values)
+// on a kernel loop mount and on iovfs's mount of the same image must give
+// the same bytes, linux_dirent64 record by record (names, d_ino, d_type,
+// d_off, order), and the same positions and errnos.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/vfs"
+)
+
+// memWDev is an ext4.WriteDevice in memory (memDev, rwrecover_linux_test.go,
+// with writes).
+type memWDev struct{ memDev }
+
+func (d memWDev) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 || off+int64(len(p)) > int64(len(d.memDev)) {
+		return 0, unix.EIO
+	}
+	return copy(d.memDev[off:], p), nil
+}
+
+const rootIno = 2
+
+// hashDirNames are n names for a test directory: 1 to 200 bytes, some
+// with bytes above 0x7f (where the signed and unsigned hashes differ).
+func hashDirNames(r *rand.Rand, n int) []string {
+	const alpha = "abcdefghijklmnopqrstuvwxyz0123456789\xc3\xa9\xe2\x82\xac_-"
+	seen := map[string]bool{}
+	var out []string
+	for len(out) < n {
+		l := 1 + r.Intn(200)
+		if r.Intn(3) > 0 {
+			l = 1 + r.Intn(24)
+		}
+		b := make([]byte, l)
+		for i := range b {
+			b[i] = alpha[r.Intn(len(alpha))]
+		}
+		s := string(b)
+		if s == "." || s == ".." || seen[s] {
+			continue
+		}
+		seen[s] = true
+		out = append(out, s)
+	}
+	return out
+}
+
+// hashDirs are the directories each image has: name and entry count.
+var hashDirs = []struct {
+	name string
+	n    int
+}{{"big", 3000}, {"mid", 150}, {"one", 5}, {"empty", 0}}
+
+// direntOffs appends the d_off values of the records in b.
+func direntOffs(offs []int64, b []byte) []int64 {
+	for o := 0; o+19 <= len(b); {
+		offs = append(offs, int64(binary.LittleEndian.Uint64(b[o+8:])))
+		rl := int(binary.LittleEndian.Uint16(b[o+16:]))
+		if rl == 0 {
+			break
+		}
+		o += rl
+	}
+	return offs
+}
+
+// direntNames returns the names of the records in b.
+func direntNames(b []byte) []string {
+	var out []string
+	for o := 0; o+19 <= len(b); {
+		rl := int(binary.LittleEndian.Uint16(b[o+16:]))
+		if rl == 0 {
+			break
+		}
+		name := b[o+19 : o+rl]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		out = append(out, string(name))
+		o += rl
+	}
+	return out
+}
+
+// getdentsStats counts what a differential did.
+type getdentsStats struct {
+	calls, seeks, entries, listings int
+}
+
+// getdentsDiff runs the same random getdents64/lseek sequence on the
+// kernel's directory kdir and iovfs's vdir, failing at the first
+// difference. A full listing from the start is compared first.
+func getdentsDiff(t *testing.T, r *rand.Rand, kdir string, p *vfs.Proc, vdir string, st *getdentsStats) {
+	t.Helper()
+	kfd, err := unix.Open(kdir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(kfd)
+	vfd, err := p.Open(vdir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(vfd)
+	kb, vb := make([]byte, 1<<16), make([]byte, 1<<16)
+	var offs []int64
+	step := func(size int) int {
+		// The kernel leaves a record's padding after the name's NUL as
+		// the buffer had it: both start zeroed.
+		clear(kb[:size])
+		clear(vb[:size])
+		kn, kerr := unix.Getdents(kfd, kb[:size])
+		vn, verr := p.Getdents64(vfd, vb[:size])
+		kn, vn = max(kn, 0), max(vn, 0)
+		st.calls++
+		if kn != vn || errnoOf(kerr) != errnoOf(verr) {
+			t.Fatalf("%s: getdents64(%d bytes): kernel (%d, %v), iovfs (%d, %v)", vdir, size, kn, kerr, vn, verr)
+		}
+		if kn > 0 && !bytes.Equal(kb[:kn], vb[:vn]) {
+			t.Fatalf("%s: getdents64(%d bytes) records differ:\nkernel %q %x\niovfs  %q %x", vdir, size,
+				direntNames(kb[:kn]), direntOffs(nil, kb[:kn]), direntNames(vb[:vn]), direntOffs(nil, vb[:vn]))
+		}
+		if kn > 0 {
+			offs = direntOffs(offs, kb[:kn])
+			st.entries += len(direntNames(kb[:kn]))
+		}
+		return kn
+	}
+	seek := func(off int64, whence int) {
+		kp, kerr := unix.Seek(kfd, off, whence)
+		vp, verr := p.Seek(vfd, off, whence)
+		st.seeks++
+		if errnoOf(kerr) != errnoOf(verr) || (kerr == nil && kp != vp) {
+			t.Fatalf("%s: lseek(%#x, %d): kernel (%#x, %v), iovfs (%#x, %v)", vdir, off, whence, kp, kerr, vp, verr)
+		}
+	}
+	// A whole listing in large calls, then again in small ones.
+	for step(1<<15) > 0 {
+	}
+	st.listings++
+	seek(0, unix.SEEK_SET)
+	for step(24+r.Intn(300)) > 0 {
+	}
+	st.listings++
+	for i := 0; i < 200; i++ {
+		switch k := r.Intn(12); {
+		case k == 0 && len(offs) > 0:
+			seek(offs[r.Intn(len(offs))], unix.SEEK_SET)
+		case k == 1:
+			seek(0, unix.SEEK_SET)
+		case k == 2:
+			seek(0, unix.SEEK_CUR)
+		case k == 3:
+			whence := []int{unix.SEEK_END, unix.SEEK_DATA, unix.SEEK_HOLE, unix.SEEK_CUR}[r.Intn(4)]
+			seek([]int64{0, 5, -1, 1 << 40}[r.Intn(4)], whence)
+			seek(0, unix.SEEK_SET)
+		default:
+			sizes := []int{8, 24, 32, 64, 100, 280, 512, 1000, 4096}
+			step(sizes[r.Intn(len(sizes))])
+		}
+	}
+}
+
+// hashImage makes an image with the hashDirs directories: populated by
+// mke2fs -d and indexed by e2fsck -fD, or made by the Writer; hash and
+// unsigned set s_def_hash_version and the unsigned-hash flag first.
+func hashImage(t *testing.T, r *rand.Rand, bs, features, hash string, unsigned, writer bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	img := filepath.Join(dir, "img")
+	src := filepath.Join(dir, "src")
+	names := map[string][]string{}
+	for _, d := range hashDirs {
+		names[d.name] = hashDirNames(r, d.n)
+	}
+	args := []string{"-q", "-F", "-t", "ext4", "-b", bs, "-O", "^inline_data" + features}
+	if !writer {
+		for _, d := range hashDirs {
+			os.MkdirAll(filepath.Join(src, d.name), 0o755)
+			for i, n := range names[d.name] {
+				p := filepath.Join(src, d.name, n)
+				if i%7 == 3 {
+					os.Mkdir(p, 0o755)
+				} else if i%11 == 5 {
+					os.Symlink("target", p)
+				} else if err := os.WriteFile(p, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		args = append(args, "-d", src)
+	}
+	args = append(args, img, "32M")
+	if out, err := exec.Command("mke2fs", args...).CombinedOutput(); err != nil {
+		t.Fatalf("mke2fs %v: %v\n%s", args, err, out)
+	}
+	var ssv []string
+	if hash != "" {
+		ssv = append(ssv, "ssv def_hash_version "+hash)
+	}
+	if unsigned {
+		ssv = append(ssv, "ssv flags 2")
+	}
+	for _, c := range ssv {
+		if out, err := exec.Command("debugfs", "-w", "-R", c, img).CombinedOutput(); err != nil || bytes.Contains(out, []byte("nvalid")) {
+			t.Fatalf("debugfs %s: %v\n%s", c, err, out)
+		}
+	}
+	if writer {
+		b, err := os.ReadFile(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev := memWDev{b}
+		w, err := ext4.OpenWriter(dev, ext4.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range hashDirs {
+			di, err := w.Mkdir(rootIno, d.name, 0o755, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, n := range names[d.name] {
+				if i%7 == 3 {
+					_, err = w.Mkdir(di, n, 0o755, 0, 0)
+				} else {
+					_, err = w.Create(di, n, 0o644, 0, 0)
+				}
+				if err != nil {
+					t.Fatalf("create %q: %v", n, err)
+				}
+			}
+			// Some removed, so leaves have gaps and merged entries.
+			for i, n := range names[d.name] {
+				if i%5 == 1 {
+					if i%7 == 3 {
+						err = w.Rmdir(di, n)
+					} else {
+						err = w.Unlink(di, n)
+					}
+					if err != nil {
+						t.Fatalf("remove %q: %v", n, err)
+					}
+				}
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(img, dev.memDev, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	} else if out, err := exec.Command("e2fsck", "-fyD", img).CombinedOutput(); err != nil {
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() > 1 { // 1: directories optimised
+			t.Fatalf("e2fsck -fyD: %v\n%s", err, out)
+		}
+	}
+	b, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2fsckN(t, b)
+	return img
+}
+
+// TestGetdentsKernelDifferential lists directories of images indexed by
+// e2fsck -D and by the Writer, over hash versions, block sizes and
+// without dir_index, through the read-only and read-write mounts, with
+// the kernel's getdents64 and lseek as the oracle.
+func TestGetdentsKernelDifferential(t *testing.T) {
+	needRoot(t)
+	needMke2fs(t)
+	seqs := 2
+	if testing.Short() {
+		seqs = 1
+	}
+	sets := []struct {
+		name, bs, features, hash string
+		unsigned, writer         bool
+	}{
+		{"4k-halfmd4", "4096", "", "half_md4", false, false},
+		{"1k-halfmd4-unsigned", "1024", "", "half_md4", true, false},
+		{"1k-tea", "1024", ",^metadata_csum", "tea", false, false},
+		{"1k-tea-unsigned", "1024", "", "tea", true, false},
+		{"1k-legacy", "1024", "", "legacy", false, false},
+		{"1k-legacy-unsigned", "1024", ",^metadata_csum", "legacy", true, false},
+		{"1k-no-dir_index", "1024", ",^dir_index", "", false, false},
+		{"writer-1k-halfmd4", "1024", "", "half_md4", false, true},
+		{"writer-4k-tea-unsigned", "4096", "", "tea", true, true},
+		{"writer-1k-legacy", "1024", ",^metadata_csum", "legacy", false, true},
+	}
+	var total getdentsStats
+	for si, set := range sets {
+		t.Run(set.name, func(t *testing.T) {
+			r := rand.New(rand.NewSource(int64(si) + 1))
+			img := hashImage(t, r, set.bs, set.features, set.hash, set.unsigned, set.writer)
+			kmnt := kernelMount(t, img)
+			for _, rw := range []bool{false, true} {
+				var p *vfs.Proc
+				if rw {
+					// The read-write mount lists through the Writer (on
+					// a copy: the kernel's mount holds the image).
+					cp := filepath.Join(t.TempDir(), "rw.img")
+					b, _ := os.ReadFile(img)
+					os.WriteFile(cp, b, 0o600)
+					var dev string
+					var done func()
+					p, dev, done = newProc(t, cp, viaRAM)
+					if err := p.Mount(dev, "/mnt", "ext4", 0, ""); err != nil {
+						t.Fatal(err)
+					}
+					done()
+					t.Cleanup(func() { p.Unmount("/mnt", 0) })
+				} else {
+					p = mountImage(t, img, viaRAM, "")
+				}
+				var st getdentsStats
+				for seq := 0; seq < seqs; seq++ {
+					for _, d := range append([]string{""}, "big", "mid", "one", "empty") {
+						getdentsDiff(t, r, filepath.Join(kmnt, d), p, "/mnt/"+d, &st)
+					}
+				}
+				t.Logf("rw=%v: %d getdents64 calls, %d lseeks, %d records, %d whole listings: all equal", rw, st.calls, st.seeks, st.entries, st.listings)
+				total.calls += st.calls
+				total.seeks += st.seeks
+				total.entries += st.entries
+				total.listings += st.listings
+			}
+		})
+	}
+	t.Logf("all sets: %d getdents64 calls, %d lseeks, %d records, %d whole listings; 0 differences", total.calls, total.seeks, total.entries, total.listings)
+}
+
+// TestGetdentsIndexFlagWithoutDirIndex: a directory keeps its index flag
+// on a volume whose dir_index feature was turned off; the kernel then
+// lists it by offset (is_dx_dir), and so must iovfs.
+func TestGetdentsIndexFlagWithoutDirIndex(t *testing.T) {
+	needRoot(t)
+	needMke2fs(t)
+	r := rand.New(rand.NewSource(7))
+	// Without metadata_csum: with it, the kernel and iovfs both refuse
+	// the index blocks as leaves failing their checksum.
+	img := hashImage(t, r, "1024", ",^metadata_csum", "half_md4", false, false)
+	if out, err := exec.Command("debugfs", "-w", "-R", "feature -dir_index", img).CombinedOutput(); err != nil {
+		t.Fatalf("debugfs: %v\n%s", err, out)
+	}
+	kmnt := kernelMount(t, img)
+	p := mountImage(t, img, viaRAM, "")
+	var st getdentsStats
+	for _, d := range []string{"big", "mid", "one"} {
+		getdentsDiff(t, r, filepath.Join(kmnt, d), p, "/mnt/"+d, &st)
+	}
+	t.Logf("%d getdents64 calls, %d lseeks, %d records: all equal", st.calls, st.seeks, st.entries)
+}
+
+
