@@ -367,5 +367,3 @@ func TestGetdentsIndexFlagWithoutDirIndex(t *testing.T) {
 	}
 	t.Logf("%d getdents64 calls, %d lseeks, %d records: all equal", st.calls, st.seeks, st.entries)
 }
-
-

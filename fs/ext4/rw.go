@@ -148,12 +148,12 @@ type Writer struct {
 	// dirGen counts directory block writes: an open listing that sees
 	// it changed reads the directory again (i_version, dirhash.go).
 	dirGen uint64
-	dx     *dxScratch       // htree insertion buffers (rwhtree.go)
-	held   map[uint32]int   // open counts (Hold)
-	orphan map[uint32]bool  // unlinked while held: freed at the last Unhold
-	xp     xpath            // the extent path of the running change (rwextent.go)
-	dbuf   []byte           // one block: partial data blocks (rwfile.go)
-	iraw   []byte           // the inode of the running WriteAt/ReadAt
+	dx     *dxScratch      // htree insertion buffers (rwhtree.go)
+	held   map[uint32]int  // open counts (Hold)
+	orphan map[uint32]bool // unlinked while held: freed at the last Unhold
+	xp     xpath           // the extent path of the running change (rwextent.go)
+	dbuf   []byte          // one block: partial data blocks (rwfile.go)
+	iraw   []byte          // the inode of the running WriteAt/ReadAt
 
 	// xcache: xattr blocks by h_hash, the kernel's mbcache (rwxattr.go).
 	xcache map[uint32][]uint64

@@ -139,7 +139,7 @@ type Volume struct {
 	// defHashVersion is s_def_hash_version, the hash of directories
 	// listed by hash without an index (ext4_htree_fill_tree).
 	defHashVersion uint8
-	linuxOS      bool // s_creator_os == Linux: osd2 layout, inode checksums
+	linuxOS        bool // s_creator_os == Linux: osd2 layout, inode checksums
 
 	info VolumeInfo
 
