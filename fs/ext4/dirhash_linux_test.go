@@ -9,6 +9,7 @@ package ext4_test
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -18,8 +19,26 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 )
+
+// loopMount mounts img with the kernel (mount -o loop,OPTS, through
+// testenv.Mount) and unmounts it at cleanup, which frees the loop device.
+func loopMount(t *testing.T, img, opts string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := testenv.Mount("-t", "ext4", "-o", "loop,"+opts, img, dir); err != nil {
+		t.Fatalf("mount %s: %v\n%s", img, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v\n%s", dir, err, out)
+			exec.Command("umount", "-l", dir).Run()
+		}
+	})
+	return dir
+}
 
 // memWDev is an ext4.WriteDevice in memory (memDev, rwrecover_linux_test.go,
 // with writes).
@@ -309,7 +328,7 @@ func TestGetdentsKernelDifferential(t *testing.T) {
 		t.Run(set.name, func(t *testing.T) {
 			r := rand.New(rand.NewSource(int64(si) + 1))
 			img := hashImage(t, r, set.bs, set.features, set.hash, set.unsigned, set.writer)
-			kmnt := kernelMount(t, img)
+			kmnt := loopMount(t, img, "ro,noload")
 			for _, rw := range []bool{false, true} {
 				var p *vfs.Proc
 				if rw {
@@ -359,11 +378,172 @@ func TestGetdentsIndexFlagWithoutDirIndex(t *testing.T) {
 	if out, err := exec.Command("debugfs", "-w", "-R", "feature -dir_index", img).CombinedOutput(); err != nil {
 		t.Fatalf("debugfs: %v\n%s", err, out)
 	}
-	kmnt := kernelMount(t, img)
+	kmnt := loopMount(t, img, "ro,noload")
 	p := mountImage(t, img, viaRAM, "")
 	var st getdentsStats
 	for _, d := range []string{"big", "mid", "one"} {
 		getdentsDiff(t, r, filepath.Join(kmnt, d), p, "/mnt/"+d, &st)
 	}
 	t.Logf("%d getdents64 calls, %d lseeks, %d records: all equal", st.calls, st.seeks, st.entries)
+}
+
+// TestGetdentsDuringChanges: a listing of an htree directory resumed
+// after creates and unlinks in it, on a kernel read-write mount and on
+// iovfs's read-write mount of copies of one image: the same names, d_off
+// and d_type in the same order (d_ino too for the entries the image had;
+// new inodes may be numbered differently), as ext4_dx_readdir refills from
+// where it is after a change (and reports an entry a full buffer left
+// over from the old fill).
+func TestGetdentsDuringChanges(t *testing.T) {
+	needRoot(t)
+	needMke2fs(t)
+	rounds := 6
+	if testing.Short() {
+		rounds = 2
+	}
+	for _, set := range []struct{ name, bs, features, hash string }{
+		{"1k-halfmd4", "1024", "", "half_md4"},
+		{"4k-tea", "4096", ",^metadata_csum", "tea"},
+	} {
+		t.Run(set.name, func(t *testing.T) {
+			r := rand.New(rand.NewSource(11))
+			img := hashImage(t, r, set.bs, set.features, set.hash, false, false)
+			orig, _ := os.ReadFile(img)
+			known := map[uint64]bool{}
+			// The kernel's side: a read-write mount of a copy.
+			kimg := filepath.Join(t.TempDir(), "k.img")
+			os.WriteFile(kimg, orig, 0o600)
+			kmnt := loopMount(t, kimg, "")
+			// iovfs's: a read-write mount of another.
+			vimg := filepath.Join(t.TempDir(), "v.img")
+			os.WriteFile(vimg, orig, 0o600)
+			p, dev, done := newProc(t, vimg, viaRAM)
+			if err := p.Mount(dev, "/mnt", "ext4", 0, ""); err != nil {
+				t.Fatal(err)
+			}
+			done()
+			t.Cleanup(func() { p.Unmount("/mnt", 0) })
+			ents, err := os.ReadDir(filepath.Join(kmnt, "big"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var live []string
+			liveSet := map[string]bool{}
+			for _, e := range ents {
+				live = append(live, e.Name())
+				liveSet[e.Name()] = true
+				var st unix.Stat_t
+				if unix.Lstat(filepath.Join(kmnt, "big", e.Name()), &st) == nil {
+					known[st.Ino] = true
+				}
+			}
+			for _, d := range []string{"big", ""} { // "." and ".."
+				var st unix.Stat_t
+				if unix.Stat(filepath.Join(kmnt, d), &st) == nil {
+					known[st.Ino] = true
+				}
+			}
+			added := hashDirNames(rand.New(rand.NewSource(99)), 2000)
+			next := 0
+			var calls, changes, records int
+			for round := 0; round < rounds; round++ {
+				kfd, err := unix.Open(filepath.Join(kmnt, "big"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				closed := false
+				t.Cleanup(func() { // before the unmounts, on a failure
+					if !closed {
+						unix.Close(kfd)
+					}
+				})
+				vfd, err := p.Open("/mnt/big", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				kb, vb := make([]byte, 4096), make([]byte, 4096)
+				for {
+					size := []int{40, 100, 300, 1000, 4096}[r.Intn(5)]
+					clear(kb)
+					clear(vb)
+					kn, kerr := unix.Getdents(kfd, kb[:size])
+					vn, verr := p.Getdents64(vfd, vb[:size])
+					kn, vn = max(kn, 0), max(vn, 0)
+					calls++
+					if errnoOf(kerr) != errnoOf(verr) {
+						t.Fatalf("round %d: getdents64: kernel %v, iovfs %v", round, kerr, verr)
+					}
+					if d := direntDiff(kb[:kn], vb[:vn], known); d != "" {
+						t.Fatalf("round %d, call %d (%d bytes): %s", round, calls, size, d)
+					}
+					records += len(direntNames(kb[:kn]))
+					if kn == 0 && kerr == nil {
+						break
+					}
+					// Changes between the calls, the same on both sides.
+					for k := r.Intn(4); k > 0; k-- {
+						changes++
+						for next < len(added) && liveSet[added[next]] {
+							next++
+						}
+						if r.Intn(2) == 0 && next < len(added) {
+							n := added[next]
+							next++
+							liveSet[n] = true
+							if err := os.WriteFile(filepath.Join(kmnt, "big", n), nil, 0o644); err != nil {
+								t.Fatal(err)
+							}
+							fd, err := p.Open("/mnt/big/"+n, unix.O_CREAT|unix.O_WRONLY, 0o644)
+							if err != nil {
+								t.Fatal(err)
+							}
+							p.Close(fd)
+							live = append(live, n)
+						} else if len(live) > 0 {
+							i := r.Intn(len(live))
+							n := live[i]
+							live[i] = live[len(live)-1]
+							live = live[:len(live)-1]
+							delete(liveSet, n)
+							kerr := unix.Unlink(filepath.Join(kmnt, "big", n))
+							if errnoOf(kerr) == unix.EISDIR {
+								kerr = unix.Rmdir(filepath.Join(kmnt, "big", n))
+								verr = p.Rmdir("/mnt/big/" + n)
+							} else {
+								verr = p.Unlink("/mnt/big/" + n)
+							}
+							if errnoOf(kerr) != errnoOf(verr) {
+								t.Fatalf("remove %q: kernel %v, iovfs %v", n, kerr, verr)
+							}
+						}
+					}
+				}
+				unix.Close(kfd)
+				closed = true
+				p.Close(vfd)
+			}
+			if err := p.Unmount("/mnt", 0); err != nil {
+				t.Fatal(err)
+			}
+			e2fsckN(t, ramBytes(t, p, len(orig))) // what the Writer left
+			t.Logf("%d rounds: %d getdents64 calls with %d changes between them, %d records: all equal; e2fsck clean", rounds, calls, changes, records)
+		})
+	}
+}
+
+// direntDiff compares two getdents64 results record by record: names,
+// d_off, d_type and d_reclen, and d_ino for inodes in known.
+func direntDiff(k, v []byte, known map[uint64]bool) string {
+	if len(k) != len(v) {
+		return fmt.Sprintf("kernel %d bytes %q, iovfs %d bytes %q", len(k), direntNames(k), len(v), direntNames(v))
+	}
+	for o := 0; o+19 <= len(k); {
+		kino, vino := binary.LittleEndian.Uint64(k[o:]), binary.LittleEndian.Uint64(v[o:])
+		rl := int(binary.LittleEndian.Uint16(k[o+16:]))
+		if !bytes.Equal(k[o+8:o+rl], v[o+8:o+rl]) || (known[kino] && kino != vino) || rl == 0 {
+			return fmt.Sprintf("record at %d: kernel %q %x, iovfs %q %x", o, direntNames(k[o:o+rl]), k[o:o+rl], direntNames(v[o:o+rl]), v[o:o+rl])
+		}
+		o += rl
+	}
+	return ""
 }
