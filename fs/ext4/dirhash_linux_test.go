@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -206,7 +207,11 @@ func hashImage(t *testing.T, r *rand.Rand, bs, features, hash string, unsigned, 
 	for _, d := range hashDirs {
 		names[d.name] = hashDirNames(r, d.n)
 	}
-	args := []string{"-q", "-F", "-t", "ext4", "-b", bs, "-O", "^inline_data" + features}
+	opts := "^inline_data" + features
+	if strings.Contains(features, ",inline_data") {
+		opts = features[1:]
+	}
+	args := []string{"-q", "-F", "-t", "ext4", "-b", bs, "-O", opts}
 	if !writer {
 		for _, d := range hashDirs {
 			os.MkdirAll(filepath.Join(src, d.name), 0o755)
@@ -289,6 +294,23 @@ func hashImage(t *testing.T, r *rand.Rand, bs, features, hash string, unsigned, 
 			t.Fatalf("e2fsck -fyD: %v\n%s", err, out)
 		}
 	}
+	if strings.Contains(features, ",inline_data") {
+		// mke2fs -d and e2fsck -D give directories blocks; debugfs's
+		// mkdir makes an inline one (libext2fs moves it to a block once
+		// i_block is full, so it stays small).
+		cmds := "mkdir inl\ncd inl\nwrite /dev/null a\nwrite /dev/null bb\nmkdir ccc\n"
+		cf := filepath.Join(dir, "cmds")
+		os.WriteFile(cf, []byte(cmds), 0o644)
+		if out, err := exec.Command("debugfs", "-w", "-f", cf, img).CombinedOutput(); err != nil {
+			t.Fatalf("debugfs: %v\n%s", err, out)
+		}
+		for _, d := range []string{"/inl"} {
+			out, _ := exec.Command("debugfs", "-R", "stat "+d, img).CombinedOutput()
+			if !bytes.Contains(out, []byte("Size of inline data")) {
+				t.Fatalf("%s is not inline:\n%s", d, out)
+			}
+		}
+	}
 	b, err := os.ReadFile(img)
 	if err != nil {
 		t.Fatal(err)
@@ -319,6 +341,9 @@ func TestGetdentsKernelDifferential(t *testing.T) {
 		{"1k-legacy", "1024", "", "legacy", false, false},
 		{"1k-legacy-unsigned", "1024", ",^metadata_csum", "legacy", true, false},
 		{"1k-no-dir_index", "1024", ",^dir_index", "", false, false},
+		// Small directories inline: listed by hash too (ext4_inlinedir_to_tree).
+		// Only read-only kernel mounts of inline_data images.
+		{"4k-inline_data", "4096", ",inline_data", "half_md4", false, false},
 		{"writer-1k-halfmd4", "1024", "", "half_md4", false, true},
 		{"writer-4k-tea-unsigned", "4096", "", "tea", true, true},
 		{"writer-1k-legacy", "1024", ",^metadata_csum", "legacy", false, true},
@@ -350,7 +375,11 @@ func TestGetdentsKernelDifferential(t *testing.T) {
 				}
 				var st getdentsStats
 				for seq := 0; seq < seqs; seq++ {
-					for _, d := range append([]string{""}, "big", "mid", "one", "empty") {
+					dirs := []string{"", "big", "mid", "one", "empty"}
+					if strings.Contains(set.features, "inline_data") {
+						dirs = append(dirs, "inl")
+					}
+					for _, d := range dirs {
 						getdentsDiff(t, r, filepath.Join(kmnt, d), p, "/mnt/"+d, &st)
 					}
 				}
