@@ -16,21 +16,11 @@ const maxDirents = 4096
 // means the end. Seeking fd to 0 starts over. A descriptor that is not a
 // directory gives ENOTDIR.
 func (p *Proc) Getdents(fd int) ([]Dirent, error) {
-	var out []Dirent
-	err := p.readdir(fd, direntSink{
-		room: func(*Dirent) bool { return len(out) < maxDirents },
-		take: func(d Dirent) {
-			if out == nil {
-				out = make([]Dirent, 0, 8) // a listing's first call: grow once, not at 1, 2 and 4
-			}
-			out = append(out, d)
-		},
-		setOff: func(off int64) { out[len(out)-1].Off = off },
-	})
-	if err != nil && len(out) == 0 {
+	c, err := p.readdir(fd, nil)
+	if err != nil && len(c.out) == 0 {
 		return nil, err
 	}
-	return out, nil
+	return c.out, nil
 }
 
 // direntSize is the length of d's linux_dirent64 record: the 19-byte
@@ -44,101 +34,135 @@ func direntSize(d *Dirent) int { return (19 + len(d.Name) + 1 + 7) &^ 7 }
 // buf at all. The records are the kernel's, byte for byte, for the same
 // entries and positions.
 func (p *Proc) Getdents64(fd int, buf []byte) (int, error) {
-	n, last := 0, 0
-	tooSmall := false
-	err := p.readdir(fd, direntSink{
-		room: func(d *Dirent) bool {
-			if n+direntSize(d) > len(buf) {
-				tooSmall = n == 0
-				return false
-			}
-			return true
-		},
-		take: func(d Dirent) {
-			sz := direntSize(&d)
-			b := buf[n : n+sz]
-			binary.LittleEndian.PutUint64(b[0:], d.Ino)
-			binary.LittleEndian.PutUint64(b[8:], uint64(d.Off))
-			binary.LittleEndian.PutUint16(b[16:], uint16(sz))
-			b[18] = d.Type
-			clear(b[19+copy(b[19:], d.Name):])
-			last = n
-			n += sz
-		},
-		setOff: func(off int64) { binary.LittleEndian.PutUint64(buf[last+8:], uint64(off)) },
-	})
-	if n > 0 {
-		return n, nil
-	}
-	if err != nil {
+	c, err := p.readdir(fd, buf)
+	switch {
+	case c.n > 0:
+		return c.n, nil
+	case err != nil:
 		return 0, err
-	}
-	if tooSmall {
+	case c.tooSmall:
 		return 0, errEINVAL
 	}
 	return 0, nil
 }
 
-// direntSink receives a listing: room reports whether the next entry fits
-// after those taken, take takes it, and setOff sets the d_off of the last
-// one taken (a DirIterator's entries learn theirs only when the next entry
-// comes or the listing stops, as filldir64 writes it).
-type direntSink struct {
-	room   func(*Dirent) bool
-	take   func(Dirent)
-	setOff func(int64)
+// DirContext receives a DirIterator's entries (Linux's struct
+// dir_context with filldir64): into getdents64 records in a caller's
+// buffer, or into a slice of Dirents.
+type DirContext struct {
+	bytes    bool     // records into buf, else Dirents into out
+	buf      []byte   // getdents64's buffer
+	n, last  int      // bytes used; the last record's offset
+	out      []Dirent // Getdents' result
+	taken    bool     // an entry was taken: its d_off is set by the next Emit or the end
+	tooSmall bool     // the first entry did not fit
 }
 
-// readdir lists the directory open as fd from its position into s, and
-// moves the position past what was taken.
-func (p *Proc) readdir(fd int, s direntSink) error {
+// Emit offers entry d, reported at position pos (ctx->pos): false when it
+// does not fit (the listing stops before it). The entry taken before it
+// gets pos as its d_off.
+func (c *DirContext) Emit(pos int64, d Dirent) bool {
+	if !c.room(&d) {
+		return false
+	}
+	if c.taken {
+		c.setOff(pos)
+	}
+	d.Off = pos // until the next entry or the end sets it
+	c.take(d)
+	c.taken = true
+	return true
+}
+
+func (c *DirContext) room(d *Dirent) bool {
+	if !c.bytes {
+		return len(c.out) < maxDirents
+	}
+	if c.n+direntSize(d) > len(c.buf) {
+		c.tooSmall = c.n == 0
+		return false
+	}
+	return true
+}
+
+func (c *DirContext) take(d Dirent) {
+	if !c.bytes {
+		if c.out == nil {
+			c.out = make([]Dirent, 0, 8) // a listing's first call: grow once, not at 1, 2 and 4
+		}
+		c.out = append(c.out, d)
+		return
+	}
+	sz := direntSize(&d)
+	b := c.buf[c.n : c.n+sz]
+	binary.LittleEndian.PutUint64(b[0:], d.Ino)
+	binary.LittleEndian.PutUint64(b[8:], uint64(d.Off))
+	binary.LittleEndian.PutUint16(b[16:], uint16(sz))
+	b[18] = d.Type
+	clear(b[19+copy(b[19:], d.Name):])
+	c.last = c.n
+	c.n += sz
+}
+
+// setOff sets the d_off of the last entry taken.
+func (c *DirContext) setOff(off int64) {
+	if !c.bytes {
+		c.out[len(c.out)-1].Off = off
+		return
+	}
+	binary.LittleEndian.PutUint64(c.buf[c.last+8:], uint64(off))
+}
+
+// readdir lists the directory open as fd from its position, into
+// getdents64 records in buf or, with buf nil, into Dirents, and moves the
+// position past what was taken. The result is the file's context: read
+// it before the next call on the file.
+func (p *Proc) readdir(fd int, buf []byte) (DirContext, error) {
 	f := p.files.get(fd)
 	if f == nil || f.flags.Load()&unix.O_PATH != 0 {
-		return errEBADF
+		return DirContext{}, errEBADF
 	}
+	c := DirContext{bytes: buf != nil, buf: buf}
 	if it, ok := f.h.(DirIterator); ok {
 		f.posMu.Lock()
 		defer f.posMu.Unlock()
-		taken := false
-		pos, err := it.Iterate(f.pos, func(pos int64, d Dirent) bool {
-			if !s.room(&d) {
-				return false
-			}
-			if taken {
-				s.setOff(pos)
-			}
-			s.take(d)
-			taken = true
-			return true
-		})
-		if taken {
-			s.setOff(pos)
+		f.dctx = c
+		pos, err := it.Iterate(f.pos, &f.dctx)
+		if f.dctx.taken {
+			f.dctx.setOff(pos)
 		}
 		f.pos = pos
-		return err
+		c = f.dctx
+		f.dctx = DirContext{} // drop the caller's buffer
+		return c, err
 	}
+	return p.readdirFS(f, c)
+}
+
+// readdirFS is readdir for a file system's DirReader: the VFS adds "."
+// and "..", and positions after them are the file system's cookies plus
+// 2.
+func (p *Proc) readdirFS(f *file, c DirContext) (DirContext, error) {
 	rd, ok := f.node.(DirReader)
 	if !ok {
 		if isDir(f.node) {
-			return nil
+			return c, nil
 		}
-		return errENOTDIR
+		return c, errENOTDIR
 	}
 	f.posMu.Lock()
 	defer f.posMu.Unlock()
 	put := func(d Dirent) bool {
-		if !s.room(&d) {
+		if !c.room(&d) {
 			return false
 		}
-		s.take(d)
+		c.take(d)
 		return true
 	}
-	// Positions 0 and 1 are "." and ".."; after them the position is the
-	// file system's cookie plus 2.
 	if f.pos == 0 {
 		st, _ := f.node.Stat()
 		if !put(Dirent{Name: ".", Ino: st.Ino, Type: unix.DT_DIR, Off: 1}) {
-			return nil
+			return c, nil
 		}
 		f.pos = 1
 	}
@@ -146,11 +170,11 @@ func (p *Proc) readdir(fd int, s direntSink) error {
 		up := p.ns.parentOf(f.loc)
 		st, _ := up.node.Stat()
 		if !put(Dirent{Name: "..", Ino: st.Ino, Type: unix.DT_DIR, Off: 2}) {
-			return nil
+			return c, nil
 		}
 		f.pos = 2
 	}
-	return rd.ReadDir(f.pos-2, func(d Dirent) bool {
+	err := rd.ReadDir(f.pos-2, func(d Dirent) bool {
 		d.Off += 2
 		if !put(d) {
 			return false
@@ -158,4 +182,5 @@ func (p *Proc) readdir(fd int, s direntSink) error {
 		f.pos = d.Off
 		return true
 	})
+	return c, err
 }
