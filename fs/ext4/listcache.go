@@ -6,10 +6,12 @@ package ext4
 // default buffer-cache budget, so the blocks thrash), several per
 // directory of the nested tree, and 1,600 for the flat tree's root. Linux
 // keeps those blocks in the page cache, bounded only by memory. Here a
-// directory keeps, after its first getdents, the entries it parsed (name,
-// inode, type, offsets; the names in one string): 32 bytes for a
-// directory holding only "." and "..", against its 1 KiB block, and no
-// block read, checksum or parse on the next getdents.
+// directory keeps, after its first getdents, the entries it parsed in
+// listing order (name, inode, type, position, "." and ".." included; the
+// names in one string): 107 bytes for a directory holding only "." and
+// "..", against its 1 KiB block, and no block read, checksum or parse on
+// the next getdents. The listing stands for the kernel's fills and block
+// walks (dirhash.go's dirSource).
 //
 // Bound: a file system's listings together stay under listLimit bytes
 // (the buffer cache's budget; the default budget for dax mounts; none
