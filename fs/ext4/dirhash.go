@@ -311,7 +311,7 @@ func (c *dirCursor) iterate(src dirSource, pos int64, emit func(pos int64, e lis
 		// Without metadata_csum the kernel drops the index flag
 		// (in memory) and lists by offset from then on; with it, each
 		// call tries the index again.
-		c.linear = !v.csum
+		c.linear = v.rocompat&rocompatMetadataCsum == 0
 		c.ents, c.curr, c.extra, c.started = nil, -1, -1, false
 	}
 	if l := src.list; l != nil && !v.isDxDir(in) {

@@ -293,16 +293,26 @@ func checkName(name string) error {
 // addEntry adds name -> ino to dir (raw draw, which it updates and writes
 // with new times), growing it by a block when no block has room.
 func (w *Writer) addEntry(dir uint32, draw []byte, name string, ino uint32, ft uint8, now time.Time) error {
-	if iFlags(draw)&FlagIndex != 0 && w.v.compat&compatDirIndex == 0 {
-		return syscall.EOPNOTSUPP
-	}
 	need := (8 + len(name) + 3) &^ 3
 	idx, err := w.dirIndex(dir, draw)
 	if err != nil {
 		return err
 	}
-	if iFlags(draw)&FlagIndex != 0 {
-		return w.dxAddEntry(dir, draw, idx, name, ino, ft, now, false)
+	// ext4_add_entry: an index flag on a volume without dir_index is
+	// ignored (is_dx), and the entry goes into the blocks.
+	fallback := false
+	if iFlags(draw)&FlagIndex != 0 && w.v.compat&compatDirIndex != 0 {
+		err := w.dxAddEntry(dir, draw, idx, name, ino, ft, now, false)
+		if err != errBadDx || w.v.rocompat&rocompatMetadataCsum != 0 {
+			return err
+		}
+		// dx_fallback: without checksums the damaged index is dropped
+		// and the directory is linear from now on.
+		binary.LittleEndian.PutUint32(draw[0x20:], iFlags(draw)&^FlagIndex)
+		if err := w.putInode(dir, draw); err != nil {
+			return err
+		}
+		fallback = true
 	}
 	done := false
 	var werr error
@@ -343,7 +353,7 @@ func (w *Writer) addEntry(dir uint32, draw []byte, name string, ino uint32, ft u
 	if werr != nil {
 		return werr
 	}
-	if !done && nb == 1 && w.v.compat&compatDirIndex != 0 && iFlags(draw)&FlagExtents != 0 {
+	if !done && nb == 1 && !fallback && w.v.compat&compatDirIndex != 0 && iFlags(draw)&FlagExtents != 0 {
 		// make_indexed_dir: the full first block becomes an htree (only
 		// extent-mapped directories: rwhtree.go maps blocks by extents).
 		return w.dxAddEntry(dir, draw, idx, name, ino, ft, now, true)

@@ -6,10 +6,12 @@ package ext4
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -267,4 +269,153 @@ func TestWriterKernelDeepDir(t *testing.T) {
 	}
 	wimg := checkedImage(t, dir, dev)
 	kernelSeesNames(t, wimg, "d", want)
+}
+
+// TestWriterDxFallback: an htree whose root names an unknown hash version
+// (dx_probe's ERR_BAD_DX_DIR), on a volume without metadata_csum, gets
+// creates and unlinks through a kernel read-write mount and through the
+// Writer: both drop the index (dx_fallback: the index flag cleared, the
+// entries added to the blocks), e2fsck -fn finds both clean, and a kernel
+// mount lists the same names in both. With metadata_csum the Writer
+// refuses the create (EUCLEAN), as the kernel's EFSCORRUPTED.
+func TestWriterDxFallback(t *testing.T) {
+	needRoot(t)
+	needMke2fs(t)
+	for _, csum := range []bool{false, true} {
+		t.Run(fmt.Sprintf("metadata_csum=%v", csum), func(t *testing.T) {
+			dir := t.TempDir()
+			base := filepath.Join(dir, "base.img")
+			opts := "-b 1024 ^metadata_csum"
+			if csum {
+				opts = "-b 1024"
+			}
+			mkfsRW(t, base, 16, opts)
+			orig, _ := os.ReadFile(base)
+			dev := memWDev(orig)
+			w, err := OpenWriter(dev, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := w.Mkdir(rootIno, "d", 0o755, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]bool{}
+			for i := 0; i < 300; i++ {
+				n := fmt.Sprintf("entry-%04d-%s", i, strings.Repeat("x", i%40))
+				if _, err := w.Create(d, n, 0o644, 0, 0); err != nil {
+					t.Fatal(err)
+				}
+				want[n] = true
+			}
+			in := mustInode(t, w, d)
+			if in.Flags&FlagIndex == 0 {
+				t.Fatal("d is not an htree")
+			}
+			m, err := w.v.MapBlocks(in, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			dev[int64(m.Physical)<<w.v.bsBits+0x1C] = 9 // dx_root_info.hash_version
+			if csum {
+				// The root's checksum made right again, so the damage is
+				// the index's alone.
+				w, _ = OpenWriter(dev, Options{})
+				raw, _ := w.getInode(d)
+				root := dev[int64(m.Physical)<<w.v.bsBits:][:w.v.bs]
+				w.setDxCsum(d, raw, root)
+				w.Close()
+				w, _ = OpenWriter(dev, Options{})
+				if _, err := w.Create(d, "new", 0o644, 0, 0); !errors.Is(err, syscall.EUCLEAN) {
+					t.Fatalf("create in a damaged index with metadata_csum: %v, want EUCLEAN", err)
+				}
+				w.Close()
+				return
+			}
+			damaged := bytes.Clone(dev)
+			// The same changes through the kernel and through the Writer.
+			var adds, dels []string
+			for i := 0; i < 40; i++ {
+				adds = append(adds, fmt.Sprintf("added-%03d", i))
+			}
+			i := 0
+			for n := range want {
+				if i%9 == 0 {
+					dels = append(dels, n)
+				}
+				i++
+			}
+			kimg := filepath.Join(dir, "k.img")
+			os.WriteFile(kimg, damaged, 0o600)
+			mnt, um := kmount(t, kimg, "")
+			for _, n := range adds {
+				if err := os.WriteFile(filepath.Join(mnt, "d", n), nil, 0o644); err != nil {
+					t.Fatalf("kernel create %s: %v", n, err)
+				}
+			}
+			for _, n := range dels {
+				if err := os.Remove(filepath.Join(mnt, "d", n)); err != nil {
+					t.Fatalf("kernel unlink %s: %v", n, err)
+				}
+			}
+			syncMount(t, mnt)
+			um()
+			e2fsckClean(t, kimg)
+			w, err = OpenWriter(dev, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range adds {
+				if _, err := w.Create(d, n, 0o644, 0, 0); err != nil {
+					t.Fatalf("create %s: %v", n, err)
+				}
+				want[n] = true
+			}
+			for _, n := range dels {
+				if err := w.Unlink(d, n); err != nil {
+					t.Fatalf("unlink %s: %v", n, err)
+				}
+				delete(want, n)
+			}
+			if mustInode(t, w, d).Flags&FlagIndex != 0 {
+				t.Fatal("the Writer kept the damaged index")
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			kv, err := Open(BytesDevice(mustRead(t, kimg)), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kd, err := kv.Lookup(mustInodeOf(t, kv, rootIno), "d")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mustInodeOf(t, kv, kd).Flags&FlagIndex != 0 {
+				t.Fatal("the kernel kept the damaged index: the test's damage is not ERR_BAD_DX_DIR")
+			}
+			wimg := checkedImage(t, dir, dev)
+			kernelSeesNames(t, wimg, "d", want)
+			kernelSeesNames(t, kimg, "d", want)
+		})
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustInodeOf(t *testing.T, v *Volume, ino uint32) *Inode {
+	in, err := v.Inode(ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
 }
