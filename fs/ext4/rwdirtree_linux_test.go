@@ -62,6 +62,24 @@ func growFragmented(t *testing.T, w *Writer, d uint32, first, n int, want map[st
 	}
 }
 
+// newDirWriter makes a volume of sizeMiB with mke2fs features opts in a
+// new test directory, opens a Writer on it and makes directory "d".
+func newDirWriter(t *testing.T, sizeMiB int, opts string) (dir string, dev memWDev, w *Writer, d uint32) {
+	t.Helper()
+	dir = t.TempDir()
+	base := filepath.Join(dir, "base.img")
+	mkfsRW(t, base, sizeMiB, opts)
+	dev = memWDev(mustRead(t, base))
+	w, err := OpenWriter(dev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err = w.Mkdir(rootIno, "d", 0o755, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	return dir, dev, w, d
+}
+
 // kernelSeesNames checks that a kernel ro,noload mount of img lists
 // exactly want in dir, and finds each name by lookup.
 func kernelSeesNames(t *testing.T, img, dir string, want map[string]bool) {
@@ -129,19 +147,8 @@ func TestWriterDirExtentTree(t *testing.T) {
 			if testing.Short() || rwRace {
 				n = 500
 			}
-			dir := t.TempDir()
-			base := filepath.Join(dir, "base.img")
-			mkfsRW(t, base, 64, set.opts)
-			orig, _ := os.ReadFile(base)
-			dev := memWDev(orig)
-			w, err := OpenWriter(dev, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, err := w.Mkdir(rootIno, "d", 0o755, 0, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			dir, dev, w, d := newDirWriter(t, 64, set.opts)
+			var err error
 			want := map[string]bool{}
 			growFragmented(t, w, d, 0, n, want)
 			depth := extentDepth(t, w, d)
@@ -283,23 +290,12 @@ func TestWriterDxFallback(t *testing.T) {
 	needMke2fs(t)
 	for _, csum := range []bool{false, true} {
 		t.Run(fmt.Sprintf("metadata_csum=%v", csum), func(t *testing.T) {
-			dir := t.TempDir()
-			base := filepath.Join(dir, "base.img")
 			opts := "-b 1024 ^metadata_csum"
 			if csum {
 				opts = "-b 1024"
 			}
-			mkfsRW(t, base, 16, opts)
-			orig, _ := os.ReadFile(base)
-			dev := memWDev(orig)
-			w, err := OpenWriter(dev, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, err := w.Mkdir(rootIno, "d", 0o755, 0, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			dir, dev, w, d := newDirWriter(t, 16, opts)
+			var err error
 			want := map[string]bool{}
 			for i := 0; i < 300; i++ {
 				n := fmt.Sprintf("entry-%04d-%s", i, strings.Repeat("x", i%40))
