@@ -347,6 +347,7 @@ func TestGetdentsKernelDifferential(t *testing.T) {
 		{"writer-1k-halfmd4", "1024", "", "half_md4", false, true},
 		{"writer-4k-tea-unsigned", "4096", "", "tea", true, true},
 		{"writer-1k-legacy", "1024", ",^metadata_csum", "legacy", false, true},
+		{"writer-1k-blockmap", "1024", ",^extent,^64bit", "half_md4", false, true},
 	}
 	var total getdentsStats
 	for si, set := range sets {

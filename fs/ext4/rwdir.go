@@ -353,9 +353,9 @@ func (w *Writer) addEntry(dir uint32, draw []byte, name string, ino uint32, ft u
 	if werr != nil {
 		return werr
 	}
-	if !done && nb == 1 && !fallback && w.v.compat&compatDirIndex != 0 && iFlags(draw)&FlagExtents != 0 {
-		// make_indexed_dir: the full first block becomes an htree (only
-		// extent-mapped directories: rwhtree.go maps blocks by extents).
+	if !done && nb == 1 && !fallback && w.v.compat&compatDirIndex != 0 {
+		// make_indexed_dir: the full first block becomes an htree, the
+		// directory's blocks mapped by extents or by a block map.
 		return w.dxAddEntry(dir, draw, idx, name, ino, ft, now, true)
 	}
 	if !done {
