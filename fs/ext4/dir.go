@@ -264,7 +264,7 @@ func (v *Volume) scanDir(dir *Inode, from int64, fn entryFunc) (bool, error) {
 // scanInlineDir walks an inline_data directory: a 4-byte parent inode
 // number, then entries in the rest of i_block, then in system.data.
 // Offsets are positions in the inline data; "." and ".." stand for the
-// 4-byte header.
+// 4-byte header, at 0 and 1.
 func (v *Volume) scanInlineDir(dir *Inode, from int64, fn entryFunc) (bool, error) {
 	data, err := v.inlineData(dir)
 	if err != nil {
@@ -273,7 +273,12 @@ func (v *Volume) scanInlineDir(dir *Inode, from int64, fn entryFunc) (bool, erro
 	if len(data) < 4 {
 		return false, corrupt(dir.Ino, "inline directory too short")
 	}
-	if from == 0 && (!fn([]byte("."), dir.Ino, FTDir, 0) || !fn([]byte(".."), le32(data, 0), FTDir, 4)) {
+	// "." stands at 0 and ".." at 1 (both before the first entry, at 4),
+	// so that a listing stopped at ".." resumes with it.
+	if from == 0 && !fn([]byte("."), dir.Ino, FTDir, 1) {
+		return true, nil
+	}
+	if from <= 1 && !fn([]byte(".."), le32(data, 0), FTDir, 4) {
 		return true, nil
 	}
 	end := min(uint64(len(data)), max(dir.Size, 60))

@@ -224,8 +224,11 @@ func (v *Volume) linearIterate(dir *Inode, pos int64, emit func(at int64, e list
 	}
 	stopped := int64(-1)
 	_, err := v.scanDir(dir, pos, func(name []byte, ino uint32, ft uint8, next int64) bool {
-		at := next // inline: "." and ".." are not in a block
-		if dir.Flags&FlagInlineData == 0 {
+		var at int64
+		switch {
+		case dir.Flags&FlagInlineData != 0 && next <= 4: // "." and "..", not in the data (scanInlineDir)
+			at = min(next-1, 1)
+		default:
 			at = v.direntAt(name, next)
 		}
 		if !emit(at, listEnt{name: string(name), at: at, ino: ino, typ: dtype(ft)}) {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -414,4 +415,69 @@ func mustInodeOf(t *testing.T, v *Volume, ino uint32) *Inode {
 		t.Fatal(err)
 	}
 	return in
+}
+
+// TestReadDirFromResume: on every kind of directory listing — by hash
+// (an htree, a one-block directory, an inline one on a dir_index volume)
+// and by offset (a multi-block and an inline directory without
+// dir_index) — resuming ReadDirFrom at the position after each entry
+// lists exactly the entries after it.
+func TestReadDirFromResume(t *testing.T) {
+	needMke2fs(t)
+	for _, opts := range []string{"-b 1024 inline_data", "-b 1024 inline_data,^dir_index"} {
+		t.Run(opts, func(t *testing.T) {
+			dir := t.TempDir()
+			img := filepath.Join(dir, "img")
+			mkfsRW(t, img, 8, opts)
+			cmds := "mkdir inl\ncd inl\nwrite /dev/null a\nwrite /dev/null bb\nmkdir ccc\ncd /\nmkdir one\ncd one\n"
+			for i := range 5 {
+				cmds += fmt.Sprintf("write /dev/null f%d\n", i)
+			}
+			cmds += "cd /\nmkdir big\ncd big\n"
+			for i := range 120 {
+				cmds += fmt.Sprintf("write /dev/null name-%03d\n", i)
+			}
+			cf := filepath.Join(dir, "cmds")
+			os.WriteFile(cf, []byte(cmds), 0o644)
+			if out, err := exec.Command("debugfs", "-w", "-f", cf, img).CombinedOutput(); err != nil {
+				t.Fatalf("debugfs: %v\n%s", err, out)
+			}
+			v, err := Open(BytesDevice(mustRead(t, img)), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			root := mustInodeOf(t, v, rootIno)
+			for _, name := range []string{"inl", "one", "big"} {
+				ino, err := v.Lookup(root, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d := mustInodeOf(t, v, ino)
+				type ent struct {
+					name string
+					next int64
+				}
+				list := func(pos int64) []ent {
+					var out []ent
+					if err := v.ReadDirFrom(d, pos, func(n []byte, _ uint32, _ uint8, next int64) bool {
+						out = append(out, ent{string(n), next})
+						return true
+					}); err != nil {
+						t.Fatal(err)
+					}
+					return out
+				}
+				all := list(0)
+				if len(all) == 0 {
+					t.Fatalf("%s: empty listing", name)
+				}
+				for i, e := range all {
+					rest := list(e.next)
+					if fmt.Sprint(rest) != fmt.Sprint(all[i+1:]) {
+						t.Fatalf("%s (flags %#x): from %#x after %q: %v, want %v", name, d.Flags, e.next, e.name, rest, all[i+1:])
+					}
+				}
+			}
+		})
+	}
 }
