@@ -30,14 +30,32 @@ func (h *dirHandle) Iterate(pos int64, ctx *vfs.DirContext) (np int64, err error
 	w := d.fs.w
 	np = pos
 	err = w.View(func(v *Volume) error {
-		in, err := v.Inode(d.ino)
+		in, err := d.live(v)
 		if err != nil {
 			return err
 		}
 		np, err = h.iterate(dirSource{v: v, in: in, gen: w.dirGen}, pos, ctx)
 		return err
 	})
+	if err == syscall.ENOENT {
+		return np, err
+	}
 	return np, d.fs.check("ext4_readdir", err)
+}
+
+// live reads directory d's inode for a listing, under the Writer's lock:
+// ENOENT once it is removed (iterate_dir's IS_DEADDIR; the freed inode's
+// raw fields say so before parsing it would call it damage).
+func (d *rwDir) live(v *Volume) (*Inode, error) {
+	w := d.fs.w
+	raw := make([]byte, w.v.inodeSize)
+	if err := w.v.readMeta(raw, w.inodeOff(d.ino)); err != nil {
+		return nil, err
+	}
+	if iLinks(raw) == 0 || iMode(raw)&S_IFMT != S_IFDIR {
+		return nil, syscall.ENOENT
+	}
+	return v.Inode(d.ino)
 }
 
 func (h *dirHandle) iterate(src dirSource, pos int64, ctx *vfs.DirContext) (int64, error) {
@@ -53,7 +71,7 @@ func (h *dirHandle) Llseek(pos, off int64, whence int) (np int64, err error) {
 	}
 	d := h.rw
 	err = d.fs.w.View(func(v *Volume) error {
-		in, err := v.Inode(d.ino)
+		in, err := d.live(v)
 		if err != nil {
 			return err
 		}

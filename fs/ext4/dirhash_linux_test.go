@@ -552,6 +552,30 @@ func TestGetdentsDuringChanges(t *testing.T) {
 				closed = true
 				p.Close(vfd)
 			}
+			// A directory removed while open lists nothing: ENOENT
+			// (iterate_dir's IS_DEADDIR) on both.
+			if err := os.Mkdir(filepath.Join(kmnt, "gone"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			must(t, p.Mkdir("/mnt/gone", 0o755))
+			kfd, err := unix.Open(filepath.Join(kmnt, "gone"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vfd, err := p.Open("/mnt/gone", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			must(t, unix.Rmdir(filepath.Join(kmnt, "gone")))
+			must(t, p.Rmdir("/mnt/gone"))
+			b := make([]byte, 1024)
+			_, kerr := unix.Getdents(kfd, b)
+			_, verr := p.Getdents64(vfd, b)
+			unix.Close(kfd)
+			p.Close(vfd)
+			if errnoOf(kerr) != errnoOf(verr) {
+				t.Fatalf("getdents64 of a removed directory: kernel %v, iovfs %v", kerr, verr)
+			}
 			if err := p.Unmount("/mnt", 0); err != nil {
 				t.Fatal(err)
 			}
