@@ -73,6 +73,9 @@ type file struct {
 	// posMu serialises the calls that use and move pos (Linux f_pos_lock).
 	posMu sync.Mutex
 	pos   int64
+	// dctx is the listing context a DirIterator fills (getdents.go),
+	// kept here so that a getdents allocates none; under posMu.
+	dctx DirContext
 }
 
 // newFile builds the open-file description for handle h of node n, and

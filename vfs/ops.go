@@ -282,6 +282,25 @@ type DirReader interface {
 	ReadDir(off int64, fn func(Dirent) bool) error
 }
 
+// DirIterator is a directory handle that lists from positions of its
+// own, as a Linux file system's iterate_shared moves ctx->pos: it reports
+// "." and ".." itself, and its positions reach getdents64 (d_off) and
+// lseek unchanged; the VFS adds no entries and no offset. Iterate lists
+// from position pos (the file position): for each entry in order it calls
+// ctx.Emit with the position the listing is at as the entry is reported
+// (dir_emit's ctx->pos), until Emit returns false (that entry was not
+// taken, and the next call at the returned position must report it) or
+// the entries run out. It returns the position to resume from. An
+// entry's d_off is the position given with the entry after it or, for
+// the last one taken, the position returned (filldir64). Entries taken
+// before an error are kept. The handle keeps its listing state between
+// calls (Linux's file->private_data); the VFS calls it under the file's
+// position lock, and ctx is valid only during the call. Such a handle
+// usually seeks too (Seeker), as its positions are its own.
+type DirIterator interface {
+	Iterate(pos int64, ctx *DirContext) (int64, error)
+}
+
 // SetAttr says which attributes Setattr changes: the fields whose Set bit
 // is in Valid.
 type SetAttr struct {

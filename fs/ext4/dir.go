@@ -7,6 +7,7 @@ package ext4
 import (
 	"bytes"
 	"syscall"
+	"unsafe"
 )
 
 const compatDirIndex = 0x20
@@ -168,38 +169,55 @@ func (v *Volume) dirBlocks(dir *Inode) uint64 {
 	return min(n, v.blocks)
 }
 
-// ReadDir calls fn for each entry of dir in on-disk order, leaves only
-// (htree index blocks hold no entries), skipping "." and "..", until fn
-// returns false. ftype is the entry's EXT4_FT_* type (FTUnknown without the
+// ReadDir calls fn for each entry of dir in the order Linux's getdents
+// lists them (dirhash.go: by hash for the directories ext4_dx_readdir
+// lists, else in block order), skipping "." and "..", until fn returns
+// false. ftype is the entry's EXT4_FT_* type (FTUnknown without the
 // filetype feature). name is valid only during the call. Unallocated
 // directory blocks are skipped, as Linux's readdir skips them.
 //
 // Errors: ENOTDIR; EBADMSG for a block failing its checksum; EUCLEAN for a
-// malformed entry or a block shared by two offsets of the directory. This
-// is stricter than Linux's linear readdir, which logs such a block and skips
-// it; Lookup matches Linux.
+// malformed entry or a block shared by two offsets of a directory listed
+// by offset. This is stricter than Linux's linear readdir, which logs such
+// a block and skips it; a hash-order listing ignores the rest of a block
+// from a malformed entry on, as the kernel, and a damaged index is listed
+// by offset (ext4_readdir's fallback). Lookup matches Linux.
 func (v *Volume) ReadDir(dir *Inode, fn func(name []byte, ino uint32, ftype uint8) bool) error {
 	return v.ReadDirFrom(dir, 0, func(name []byte, ino uint32, ftype uint8, _ int64) bool {
 		return fn(name, ino, ftype)
 	})
 }
 
-// ReadDirFrom is ReadDir starting at directory offset pos, for a reader
-// that lists a directory in pieces (getdents). fn also receives next, the
-// offset just past the entry: passing it back as pos resumes after that
-// entry. Offsets are byte positions in the directory (in the inline area
-// for inline_data directories), as ext4's linear readdir uses; 0 is the
-// start. A pos inside an entry resumes at the next entry boundary.
+// ReadDirFrom is ReadDir starting at position pos, for a reader that
+// lists a directory in pieces (getdents). fn also receives next, the
+// position after the entry, as getdents64's d_off: passing it back as pos
+// resumes there. Positions are Linux's: hash cookies (hash2pos) for a
+// directory listed by hash, where entries of equal hashes share theirs
+// and are listed again from it; byte offsets in the directory otherwise
+// (in the inline area for an inline_data directory on a volume without
+// dir_index), a pos inside an entry resuming at the next entry boundary;
+// 0 is the start.
 func (v *Volume) ReadDirFrom(dir *Inode, pos int64, fn func(name []byte, ino uint32, ftype uint8, next int64) bool) error {
 	if pos < 0 {
 		return syscall.EINVAL
 	}
-	_, err := v.scanDir(dir, pos, func(name []byte, ino uint32, ft uint8, next int64) bool {
-		if string(name) == "." || string(name) == ".." {
-			return true
+	var c dirCursor
+	var prev listEnt
+	have, stop := false, false
+	give := func(next int64) bool {
+		return fn(unsafe.Slice(unsafe.StringData(prev.name), len(prev.name)), prev.ino, dtFT(prev.typ), next)
+	}
+	end, err := c.iterate(dirSource{v: v, in: dir}, pos, func(at int64, e listEnt) bool {
+		if have && !give(at) {
+			stop = true
+			return false
 		}
-		return fn(name, ino, ft, next)
+		prev, have = e, e.name != "." && e.name != ".."
+		return true
 	})
+	if have && !stop {
+		give(end)
+	}
 	return err
 }
 
@@ -246,7 +264,7 @@ func (v *Volume) scanDir(dir *Inode, from int64, fn entryFunc) (bool, error) {
 // scanInlineDir walks an inline_data directory: a 4-byte parent inode
 // number, then entries in the rest of i_block, then in system.data.
 // Offsets are positions in the inline data; "." and ".." stand for the
-// 4-byte header.
+// 4-byte header, at 0 and 1.
 func (v *Volume) scanInlineDir(dir *Inode, from int64, fn entryFunc) (bool, error) {
 	data, err := v.inlineData(dir)
 	if err != nil {
@@ -255,7 +273,12 @@ func (v *Volume) scanInlineDir(dir *Inode, from int64, fn entryFunc) (bool, erro
 	if len(data) < 4 {
 		return false, corrupt(dir.Ino, "inline directory too short")
 	}
-	if from == 0 && (!fn([]byte("."), dir.Ino, FTDir, 0) || !fn([]byte(".."), le32(data, 0), FTDir, 4)) {
+	// "." stands at 0 and ".." at 1 (both before the first entry, at 4),
+	// so that a listing stopped at ".." resumes with it.
+	if from == 0 && !fn([]byte("."), dir.Ino, FTDir, 1) {
+		return true, nil
+	}
+	if from <= 1 && !fn([]byte(".."), le32(data, 0), FTDir, 4) {
 		return true, nil
 	}
 	end := min(uint64(len(data)), max(dir.Size, 60))
@@ -320,29 +343,48 @@ type dxFrame struct {
 	at    int // entry index followed
 }
 
-// dxLookup is ext4_dx_find_entry: descend from the root to the leaf whose
-// hash range holds name's hash, search it, and continue into following
-// leaves while their start hash is a collision continuation of ours.
-func (v *Volume) dxLookup(dir *Inode, name []byte) (uint32, error) {
-	n := v.dirBlocks(dir)
-	var c ExtentCache
-	// The node buffers come from the volume's pool: a lookup per path
-	// component must not allocate a block's worth each time.
-	var held [4]*[]byte
-	nheld := 0
-	newBuf := func() []byte {
-		bp := v.getBuf()
-		held[nheld] = bp
-		nheld++
-		return *bp
+// dxPath is a path down an htree, dx_probe's frames: the root, then the
+// index nodes, to the entry naming a leaf. Its blocks come from the
+// volume's pool (release gives them back): a lookup per path component
+// must not allocate a block's worth each time.
+type dxPath struct {
+	frames   [3]dxFrame
+	n        int    // frames in use
+	nblocks  uint64 // the directory's blocks
+	c        ExtentCache
+	held     [3]*[]byte
+	nheld    int
+	hashVers uint8 // the hash, with the volume's unsigned variant
+}
+
+func (p *dxPath) buf(v *Volume) []byte {
+	bp := v.getBuf()
+	p.held[p.nheld] = bp
+	p.nheld++
+	return *bp
+}
+
+func (p *dxPath) release(v *Volume) {
+	for _, bp := range p.held[:p.nheld] {
+		v.putBuf(bp)
 	}
-	defer func() {
-		for _, bp := range held[:nheld] {
-			v.putBuf(bp)
-		}
-	}()
-	root := newBuf()
-	if hole, _, err := v.dirBlock(dir, &c, 0, root); err != nil {
+	p.nheld = 0
+}
+
+// leaf is the leaf block the path names.
+func (p *dxPath) leaf() uint64 {
+	f := &p.frames[p.n-1]
+	return uint64(le32(f.b, f.co+8*f.at+4) & 0x0fffffff)
+}
+
+// dxProbe is dx_probe: it checks dir's htree root, sets the hash version,
+// and descends to the leaf whose range holds hash (name's hash when name
+// is not nil, returned). errBadDx for an index it refuses (Linux's
+// ERR_BAD_DX_DIR, which sends the caller to a linear scan).
+func (v *Volume) dxProbe(dir *Inode, p *dxPath, name []byte, hash uint32) (uint32, error) {
+	p.nblocks = v.dirBlocks(dir)
+	root := p.buf(v)
+	if hole, _, err := v.dirBlock(dir, &p.c, 0, root); err != nil {
 		return 0, err
 	} else if hole {
 		return 0, corrupt(dir.Ino, "htree root is a hole")
@@ -350,12 +392,16 @@ func (v *Volume) dxLookup(dir *Inode, name []byte) (uint32, error) {
 	if le32(root, 0x18) != 0 || root[0x1D] != 8 || root[0x1F]&1 != 0 || v.dxCountOffset(root) != 0x20 {
 		return 0, errBadDx
 	}
-	hv := root[0x1C]
-	if hv <= hashTEA && v.hashUnsigned {
-		hv += 3
+	p.hashVers = root[0x1C]
+	if p.hashVers <= hashTEA && v.hashUnsigned {
+		p.hashVers += 3
 	}
-	hash, ok := dxHash(name, hv, v.hashSeed)
-	if !ok {
+	if name != nil {
+		var ok bool
+		if hash, ok = dxHash(name, p.hashVers, v.hashSeed); !ok {
+			return 0, errBadDx
+		}
+	} else if _, ok := dxHash(nil, p.hashVers, v.hashSeed); !ok {
 		return 0, errBadDx
 	}
 	levels := int(root[0x1E])
@@ -366,15 +412,11 @@ func (v *Volume) dxLookup(dir *Inode, name []byte) (uint32, error) {
 	if levels >= maxLevels {
 		return 0, errBadDx
 	}
-	tailRoom := 0
-	if v.rocompat&rocompatMetadataCsum != 0 {
-		tailRoom = 8
-	}
-	nodeLimit := (int(v.bs) - 8 - tailRoom) / 8 // dx_node_limit
-	frames := make([]dxFrame, 0, levels+1)
+	nodeLimit := v.dxNodeLimit()
 	blk := root
 	co := 0x20
-	wantLimit := (int(v.bs) - 0x20 - tailRoom) / 8
+	wantLimit := (int(v.bs) - 0x20 - v.dxTailRoom()) / 8
+	p.n = 0
 	for level := 0; ; level++ {
 		limit, count := int(le16(blk, co)), int(le16(blk, co+2))
 		if limit != wantLimit || count == 0 || count > limit {
@@ -388,16 +430,17 @@ func (v *Volume) dxLookup(dir *Inode, name []byte) (uint32, error) {
 				break
 			}
 		}
-		frames = append(frames, dxFrame{b: blk, co: co, count: count, at: at})
+		p.frames[p.n] = dxFrame{b: blk, co: co, count: count, at: at}
+		p.n++
 		if level == levels {
-			break
+			return hash, nil
 		}
 		child := uint64(le32(blk, co+8*at+4) & 0x0fffffff)
-		if child == 0 || child >= n {
+		if child == 0 || child >= p.nblocks {
 			return 0, errBadDx
 		}
-		blk = newBuf()
-		if hole, _, err := v.dirBlock(dir, &c, child, blk); err != nil {
+		blk = p.buf(v)
+		if hole, _, err := v.dirBlock(dir, &p.c, child, blk); err != nil {
 			return 0, err
 		} else if hole {
 			return 0, corrupt(dir.Ino, "htree node %d is a hole", child)
@@ -408,14 +451,76 @@ func (v *Volume) dxLookup(dir *Inode, name []byte) (uint32, error) {
 		}
 		wantLimit = nodeLimit
 	}
-	leaf := newBuf()
-	for visits := uint64(0); visits < n; visits++ {
-		f := &frames[len(frames)-1]
-		lb := uint64(le32(f.b, f.co+8*f.at+4) & 0x0fffffff)
-		if lb >= n {
+}
+
+// dxTailRoom is the dx_tail's size under metadata_csum.
+func (v *Volume) dxTailRoom() int {
+	if v.rocompat&rocompatMetadataCsum != 0 {
+		return 8
+	}
+	return 0
+}
+
+// dxNodeLimit is dx_node_limit.
+func (v *Volume) dxNodeLimit() int { return (int(v.bs) - 8 - v.dxTailRoom()) / 8 }
+
+// dxNextBlock is ext4_htree_next_block: it moves the path to the next
+// leaf, at the deepest level that has one, and returns false when there
+// is none. next is the hash the new leaf's index entry starts at (with
+// its continuation bit). When want is not 1 (HASH_NB_ALWAYS), the path
+// moves only if that hash continues want (false otherwise).
+func (v *Volume) dxNextBlock(dir *Inode, p *dxPath, want uint32) (moved bool, next uint32, err error) {
+	i := p.n - 1
+	for i >= 0 && p.frames[i].at+1 >= p.frames[i].count {
+		i--
+	}
+	if i < 0 {
+		return false, 0, nil
+	}
+	p.frames[i].at++
+	next = le32(p.frames[i].b, p.frames[i].co+8*p.frames[i].at)
+	if want&1 == 0 && next&^1 != want {
+		return false, next, nil
+	}
+	nodeLimit := v.dxNodeLimit()
+	for j := i + 1; j < p.n; j++ {
+		child := uint64(le32(p.frames[j-1].b, p.frames[j-1].co+8*p.frames[j-1].at+4) & 0x0fffffff)
+		if child == 0 || child >= p.nblocks {
+			return false, 0, corrupt(dir.Ino, "htree node points to block %d", child)
+		}
+		if hole, _, err := v.dirBlock(dir, &p.c, child, p.frames[j].b); err != nil {
+			return false, 0, err
+		} else if hole || v.dxCountOffset(p.frames[j].b) != 8 {
+			return false, 0, corrupt(dir.Ino, "htree node %d invalid", child)
+		}
+		cnt := int(le16(p.frames[j].b, 10))
+		if cnt == 0 || cnt > nodeLimit || int(le16(p.frames[j].b, 8)) != nodeLimit {
+			return false, 0, corrupt(dir.Ino, "htree node %d: bad count", child)
+		}
+		p.frames[j].count, p.frames[j].at = cnt, 0
+	}
+	return true, next, nil
+}
+
+// dxLookup is ext4_dx_find_entry: descend from the root to the leaf whose
+// hash range holds name's hash, search it, and continue into following
+// leaves while their start hash is a collision continuation of ours.
+func (v *Volume) dxLookup(dir *Inode, name []byte) (uint32, error) {
+	var p dxPath
+	defer p.release(v)
+	hash, err := v.dxProbe(dir, &p, name, 0)
+	if err != nil {
+		return 0, err
+	}
+	bp := v.getBuf()
+	defer v.putBuf(bp)
+	leaf := *bp
+	for visits := uint64(0); visits < p.nblocks; visits++ {
+		lb := p.leaf()
+		if lb >= p.nblocks {
 			return 0, corrupt(dir.Ino, "htree points to block %d past the directory end", lb)
 		}
-		hole, _, err := v.dirBlock(dir, &c, lb, leaf)
+		hole, _, err := v.dirBlock(dir, &p.c, lb, leaf)
 		if err != nil {
 			return 0, err
 		}
@@ -435,35 +540,12 @@ func (v *Volume) dxLookup(dir *Inode, name []byte) (uint32, error) {
 		if found != 0 {
 			return found, nil
 		}
-		// ext4_htree_next_block: move to the next entry at the deepest
-		// level that has one, and go on only if it continues our hash.
-		i := len(frames) - 1
-		for i >= 0 && frames[i].at+1 >= frames[i].count {
-			i--
+		moved, _, err := v.dxNextBlock(dir, &p, hash)
+		if err != nil {
+			return 0, err
 		}
-		if i < 0 {
+		if !moved {
 			return 0, syscall.ENOENT
-		}
-		frames[i].at++
-		next := le32(frames[i].b, frames[i].co+8*frames[i].at)
-		if next&^1 != hash {
-			return 0, syscall.ENOENT
-		}
-		for j := i + 1; j < len(frames); j++ {
-			child := uint64(le32(frames[j-1].b, frames[j-1].co+8*frames[j-1].at+4) & 0x0fffffff)
-			if child == 0 || child >= n {
-				return 0, corrupt(dir.Ino, "htree node points to block %d", child)
-			}
-			if hole, _, err := v.dirBlock(dir, &c, child, frames[j].b); err != nil {
-				return 0, err
-			} else if hole || v.dxCountOffset(frames[j].b) != 8 {
-				return 0, corrupt(dir.Ino, "htree node %d invalid", child)
-			}
-			cnt := int(le16(frames[j].b, 10))
-			if cnt == 0 || cnt > nodeLimit || int(le16(frames[j].b, 8)) != nodeLimit {
-				return 0, corrupt(dir.Ino, "htree node %d: bad count", child)
-			}
-			frames[j].count, frames[j].at = cnt, 0
 		}
 	}
 	return 0, corrupt(dir.Ino, "htree lookup does not terminate")

@@ -126,6 +126,13 @@ func str2hashbuf(msg []byte, buf []uint32, num int, signed bool) {
 // dxHash returns the major hash of name (low bit clear) for a hash version
 // 0..5, as ext4fs_dirhash computes it; ok is false for other versions.
 func dxHash(name []byte, version uint8, seed [4]uint32) (hash uint32, ok bool) {
+	hash, _, ok = dxHashes(name, version, seed)
+	return hash, ok
+}
+
+// dxHashes is dxHash with the minor hash too (0 for the legacy hashes),
+// which orders a hash-order listing's entries of equal major hash.
+func dxHashes(name []byte, version uint8, seed [4]uint32) (hash, minor uint32, ok bool) {
 	buf := [4]uint32{0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476}
 	if seed != [4]uint32{} {
 		buf = seed
@@ -143,7 +150,7 @@ func dxHash(name []byte, version uint8, seed [4]uint32) (hash uint32, ok bool) {
 			}
 			p = p[32:]
 		}
-		hash = buf[1]
+		hash, minor = buf[1], buf[2]
 	case hashTEA, hashTEAUnsigned:
 		for p := name; len(p) > 0; {
 			str2hashbuf(p, in[:], 4, version == hashTEA)
@@ -153,13 +160,13 @@ func dxHash(name []byte, version uint8, seed [4]uint32) (hash uint32, ok bool) {
 			}
 			p = p[16:]
 		}
-		hash = buf[0]
+		hash, minor = buf[0], buf[1]
 	default:
-		return 0, false
+		return 0, 0, false
 	}
 	hash &^= 1
 	if hash == 0x7fffffff<<1 { // EXT4_HTREE_EOF_32BIT << 1
 		hash = (0x7fffffff - 1) << 1
 	}
-	return hash, true
+	return hash, minor, true
 }

@@ -6,10 +6,12 @@ package ext4
 // default buffer-cache budget, so the blocks thrash), several per
 // directory of the nested tree, and 1,600 for the flat tree's root. Linux
 // keeps those blocks in the page cache, bounded only by memory. Here a
-// directory keeps, after its first getdents, the entries it parsed (name,
-// inode, type, offsets; the names in one string): 32 bytes for a
-// directory holding only "." and "..", against its 1 KiB block, and no
-// block read, checksum or parse on the next getdents.
+// directory keeps, after its first getdents, the entries it parsed in
+// listing order (name, inode, type, position, "." and ".." included; the
+// names in one string): 107 bytes for a directory holding only "." and
+// "..", against its 1 KiB block, and no block read, checksum or parse on
+// the next getdents. The listing stands for the kernel's fills and block
+// walks (dirhash.go's dirSource).
 //
 // Bound: one budget for the blocks and the listings of a mount. Each
 // listing is charged to the mount's buffer cache (block.View.Charge, at
@@ -48,14 +50,23 @@ import (
 	"github.com/iovfs/iovfs/vfs"
 )
 
-// dirList is a directory's entries without "." and "..", in order.
+// dirList is a directory's entries, "." and ".." among them, in the
+// kernel's listing order (dirhash.go): by hash, with hash cookies as
+// positions, for the directories ext4_dx_readdir lists; by offset
+// otherwise.
 type dirList struct {
 	ents []listEnt
+	end  int64 // the position after the last entry: EXT4_HTREE_EOF_64BIT or i_size
 	cost int64 // what it is charged (listCost)
 	// ent is its entry in the buffer cache, set before the listing is
 	// stored; evicted is set when the cache drops it.
 	ent     *block.Buf
 	evicted atomic.Bool
+	// On a read-write mount (rwlist.go): the directory's inode and the
+	// Writer's dirGen when the listing was made; both hold while the
+	// listing is stored, since any change to the directory drops it.
+	in  *Inode
+	gen uint64
 }
 
 // unlisted marks a directory that is listed from its blocks: inline, over
@@ -64,8 +75,7 @@ var unlisted = new(dirList)
 
 type listEnt struct {
 	name string
-	at   int64 // offset of the entry
-	next int64 // offset just past it (the getdents cookie)
+	at   int64 // the entry's position: its hash cookie or offset
 	ino  uint32
 	typ  uint8 // DT_*
 }
@@ -201,50 +211,93 @@ func (d *dirNode) dropList(l *dirList) {
 	d.fs.lists.drop(l.cost)
 }
 
-// parseList reads every block of directory in, as scanDir does (the same
-// checks), and returns its entries but "." and "..".
+// parseList reads directory in as a listing from its start would, with
+// the same checks, and returns its entries in listing order. A hash-order
+// listing whose fills do not come out in hash order (a damaged index) is
+// not cached: the cursor reads such a directory fill by fill, as the
+// kernel.
 func (v *Volume) parseList(in *Inode) (*dirList, error) {
-	type pending struct {
-		listEnt
-		off, n int // the name in names
-	}
-	var ents []pending
-	var names []byte
-	_, err := v.scanDir(in, 0, func(name []byte, ino uint32, ft uint8, next int64) bool {
-		if string(name) == "." || string(name) == ".." {
-			return true // as ReadDirFrom
+	var ents []listEnt
+	if v.isDxDir(in) {
+		var fill []listEnt
+		var hash, minor uint32
+		for {
+			var next uint32
+			var err error
+			fill, next, err = v.dxFill(in, hash, minor, fill)
+			if err != nil {
+				return nil, err
+			}
+			if len(ents) > 0 && len(fill) > 0 && fill[0].at < ents[len(ents)-1].at {
+				return nil, errBadDx
+			}
+			ents = append(ents, fill...)
+			if len(fill) == 0 || next == ^uint32(0) {
+				break
+			}
+			hash, minor = next, 0
 		}
-		// The entry's header is the 8 bytes before its name, and it
-		// ends at next: at is next less its rec_len, read there.
-		hdr := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(name)), -8)), 8)
-		at := next - int64(v.recLen(le16(hdr, 4)))
-		ents = append(ents, pending{listEnt{at: at, next: next, ino: ino, typ: dtype(ft)}, len(names), len(name)})
-		names = append(names, name...)
-		return true
-	})
-	if err != nil {
-		return nil, err
+	} else {
+		if _, err := v.linearIterate(in, 0, func(_ int64, e listEnt) bool {
+			ents = append(ents, e)
+			return true
+		}); err != nil {
+			return nil, err
+		}
+	}
+	// The names in one string.
+	n := 0
+	for i := range ents {
+		n += len(ents[i].name)
+	}
+	names := make([]byte, 0, n)
+	for i := range ents {
+		names = append(names, ents[i].name...)
 	}
 	all := string(names)
-	l := &dirList{ents: make([]listEnt, len(ents))}
+	l := &dirList{ents: make([]listEnt, len(ents)), end: v.dirEnd(in)}
+	off := 0
 	for i := range ents {
-		l.ents[i] = ents[i].listEnt
-		l.ents[i].name = all[ents[i].off : ents[i].off+ents[i].n]
+		l.ents[i] = ents[i]
+		l.ents[i].name = all[off : off+len(ents[i].name)]
+		off += len(ents[i].name)
 	}
 	l.cost = listCost(len(l.ents), len(all))
 	return l, nil
 }
 
-// read is ReadDir from a cached listing: the entries starting at or
-// after off, as walkEntries reports them.
-// The entries are in offset order (scanDir's), so a getdents that resumes
-// inside a large directory finds its first entry by binary search.
+// from is the index of the first entry at or after position pos.
+func (l *dirList) from(pos int64) int {
+	i, _ := slices.BinarySearchFunc(l.ents, pos, func(e listEnt, p int64) int { return cmp.Compare(e.at, p) })
+	return i
+}
+
+// read is ReadDir from a cached listing: the entries but "." and ".."
+// at or after position off, each with the position after it (the next
+// entry's, or the end) as its cookie.
 func (l *dirList) read(off int64, fn func(vfs.Dirent) bool) {
-	i, _ := slices.BinarySearchFunc(l.ents, off, func(e listEnt, off int64) int { return cmp.Compare(e.at, off) })
-	for ; i < len(l.ents); i++ {
+	for i := l.from(off); i < len(l.ents); i++ {
 		e := &l.ents[i]
-		if !fn(vfs.Dirent{Name: e.name, Ino: uint64(e.ino), Type: e.typ, Off: e.next}) {
+		if e.name == "." || e.name == ".." {
+			continue
+		}
+		next := l.end
+		if i+1 < len(l.ents) {
+			next = l.ents[i+1].at
+		}
+		if !fn(vfs.Dirent{Name: e.name, Ino: uint64(e.ino), Type: e.typ, Off: next}) {
 			return
 		}
 	}
+}
+
+// linear is linearIterate from a cached listing of a directory listed by
+// offset.
+func (l *dirList) linear(pos int64, emit func(at int64, e listEnt) bool) int64 {
+	for i := l.from(pos); i < len(l.ents); i++ {
+		if !emit(l.ents[i].at, l.ents[i]) {
+			return l.ents[i].at
+		}
+	}
+	return max(pos, l.end)
 }

@@ -80,11 +80,11 @@ func (d *dirNode) Lookup(name string) (vfs.Node, error) {
 	return n, err
 }
 
-// ReadDir implements vfs.DirReader. An entry's cookie is the directory
-// offset just past it, as ext4's linear readdir uses, so a listing resumes
-// without rescanning. Real entries' offsets are never below 3 (the first
-// follows "." and "..", or the inline area's parent inode number), and an
-// off below 3 starts at the beginning: 1 and 2 are the VFS's "." and "..".
+// ReadDir implements vfs.DirReader, for the VFS's own walks of a
+// directory (getdents goes through the open directory's handle,
+// dirhandle.go): the entries but "." and ".." in the kernel's order, each
+// entry's cookie the position after it (dirhash.go). An off below 3
+// starts at the beginning: 1 and 2 are the VFS's "." and "..".
 func (d *dirNode) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 	if off < 3 {
 		off = 0

@@ -8,9 +8,8 @@ package ext4
 // consistent volume.
 //
 // Scope (what OpenWriter accepts, checked by writeRefusal):
-//   - extents (regular files: extent trees of any depth, unwritten
-//     extents and fallocate, rwextent.go and rwfalloc.go; directories
-//     are grown with trees of depth 0 or 1, rwfile.go's storeExtents),
+//   - extents (extent trees of any depth, rwextent.go, for regular files
+//     and directories; unwritten extents and fallocate, rwfalloc.go),
 //     64bit,
 //     flex_bg, meta_bg, sparse_super, sparse_super2, large_file,
 //     huge_file, dir_nlink, extra_isize, metadata_csum (+csum_seed) or
@@ -146,12 +145,15 @@ type Writer struct {
 	closed bool
 	err    error            // a failed commit: no more changes
 	dirs   map[uint32]*wdir // name indexes of directories (rwdir.go)
-	dx     *dxScratch       // htree insertion buffers (rwhtree.go)
-	held   map[uint32]int   // open counts (Hold)
-	orphan map[uint32]bool  // unlinked while held: freed at the last Unhold
-	xp     xpath            // the extent path of the running change (rwextent.go)
-	dbuf   []byte           // one block: partial data blocks (rwfile.go)
-	iraw   []byte           // the inode of the running WriteAt/ReadAt
+	// dirGen counts directory block writes: an open listing that sees
+	// it changed reads the directory again (i_version, dirhash.go).
+	dirGen uint64
+	dx     *dxScratch      // htree insertion buffers (rwhtree.go)
+	held   map[uint32]int  // open counts (Hold)
+	orphan map[uint32]bool // unlinked while held: freed at the last Unhold
+	xp     xpath           // the extent path of the running change (rwextent.go)
+	dbuf   []byte          // one block: partial data blocks (rwfile.go)
+	iraw   []byte          // the inode of the running WriteAt/ReadAt
 
 	// onDirChange, if set, is called with mu held when a block of
 	// directory ino is written or the directory is freed, and with 0

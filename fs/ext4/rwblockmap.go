@@ -31,11 +31,11 @@ const indDirect = 12
 // i_blocks' units (512-byte sectors, or file system blocks with
 // huge_file), still fit i_blocks, and that the triple indirect tree can
 // address.
-func (w *Writer) maxBitmapBytes() int64 {
-	bits := uint(w.v.bsBits)
+func (v *Volume) maxBitmapBytes() int64 {
+	bits := uint(v.bsBits)
 	ppb := uint64(1) << (bits - 2)
 	var upper uint64
-	if w.v.rocompat&rocompatHugeFile == 0 {
+	if v.rocompat&rocompatHugeFile == 0 {
 		upper = (1<<32 - 1) >> (bits - 9)
 	} else {
 		upper = 1<<48 - 1
@@ -65,7 +65,7 @@ func (w *Writer) maxBitmapBytes() int64 {
 // block-mapped inode, s_maxbytes for an extent-mapped one.
 func (w *Writer) maxBytesOf(raw []byte) int64 {
 	if iFlags(raw)&FlagExtents == 0 {
-		return w.maxBitmapBytes()
+		return w.v.maxBitmapBytes()
 	}
 	return w.maxBytes()
 }

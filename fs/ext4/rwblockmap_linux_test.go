@@ -70,7 +70,7 @@ func TestWriterBlockMapLevels(t *testing.T) {
 			starts := blockMapLevels(bs)
 			kimg, mnt, um, dev, w := kernelTwin(t, dir, orig, "rw")
 			k, x := kernelTarget{mnt}, writerTarget{w, umask}
-			limit := w.maxBitmapBytes() // checked against the kernel's below
+			limit := w.v.maxBitmapBytes() // checked against the kernel's below
 			data := func(n int, seed byte) []byte {
 				b := make([]byte, n)
 				for i := range b {

@@ -56,6 +56,7 @@ func (w *Writer) writeDirBlock(dir uint32, draw []byte, buf []byte, phys uint64)
 		t[6], t[7] = 0, 0xDE
 		binary.LittleEndian.PutUint32(t[8:], crc32c(w.inodeSeed(dir, draw), buf[:w.v.bs-12]))
 	}
+	w.dirGen++
 	return w.writeAt(buf, int64(phys<<w.v.bsBits))
 }
 
@@ -73,17 +74,29 @@ type dirent struct {
 // scanEntries calls fn for every entry (in use or not) of directory dir's
 // blocks, with the block's bytes; fn returns true to stop.
 func (w *Writer) scanEntries(dir uint32, draw []byte, fn func(buf []byte, e dirent, name []byte) bool) error {
-	exts, _, err := w.loadExtents(dir, draw)
-	if err != nil {
-		return err
+	if iFlags(draw)&FlagExtents == 0 {
+		// An inline directory gets its block first (rwinline.go).
+		if _, _, err := w.loadExtents(dir, draw); err != nil {
+			return err
+		}
 	}
 	v := w.v
 	buf := make([]byte, v.bs)
 	nb := iSize(draw) >> v.bsBits
+	var phys, next uint64 // the run [lblk, next) maps to phys on
 	for lblk := uint64(0); lblk < nb; lblk++ {
-		phys, ok, _ := lookupExt(exts, lblk)
-		if !ok {
-			continue
+		if lblk >= next {
+			p, ok, end, err := w.dirMap(dir, draw, lblk)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				lblk, next = end-1, end
+				continue
+			}
+			phys, next = p, end
+		} else {
+			phys++
 		}
 		if err := v.readBlock(phys, buf); err != nil {
 			return err
@@ -109,18 +122,51 @@ func (w *Writer) scanEntries(dir uint32, draw []byte, fn func(buf []byte, e dire
 	return nil
 }
 
+// dirMap maps logical block lblk of directory dir (raw draw): ok and its
+// physical block, or not ok in a hole (unwritten blocks count as holes, as
+// ext4_getblk finds them unmapped); next is the first logical block past
+// the run or hole holding lblk. Extent trees of any depth are read a path
+// at a time (xfind), block maps as runs.
+func (w *Writer) dirMap(dir uint32, draw []byte, lblk uint64) (phys uint64, ok bool, next uint64, err error) {
+	if lblk >= 1<<32-1 {
+		return 0, false, 1 << 32, nil
+	}
+	if iFlags(draw)&FlagExtents == 0 {
+		exts, _, err := w.loadExtents(dir, draw) // a block map's runs (rwblockmap.go)
+		if err != nil {
+			return 0, false, 0, err
+		}
+		p, ok, i := lookupExt(exts, lblk)
+		switch {
+		case ok:
+			return p, true, uint64(exts[i-1].l) + uint64(exts[i-1].n), nil
+		case i < len(exts):
+			return 0, false, uint64(exts[i].l), nil
+		}
+		return 0, false, 1 << 32, nil
+	}
+	x, err := w.xfind(dir, draw, uint32(lblk))
+	if err != nil {
+		return 0, false, 0, err
+	}
+	e, ok, holeEnd := x.at(uint32(lblk))
+	if !ok {
+		return 0, false, holeEnd, nil
+	}
+	if e.u {
+		return 0, false, e.end(), nil
+	}
+	return e.p + (lblk - uint64(e.l)), true, e.end(), nil
+}
+
 // scanBlock is scanEntries for logical block lblk of dir only.
 func (w *Writer) scanBlock(dir uint32, draw []byte, lblk uint64, fn func(buf []byte, e dirent, name []byte) bool) error {
 	if lblk >= iSize(draw)>>w.v.bsBits {
 		return nil
 	}
-	exts, _, err := w.loadExtents(dir, draw)
-	if err != nil {
+	phys, ok, _, err := w.dirMap(dir, draw, lblk)
+	if err != nil || !ok {
 		return err
-	}
-	phys, ok, _ := lookupExt(exts, lblk)
-	if !ok {
-		return nil
 	}
 	buf := make([]byte, w.v.bs)
 	if err := w.v.readBlock(phys, buf); err != nil {
@@ -226,7 +272,7 @@ func (w *Writer) find(dir uint32, draw []byte, name string) (e dirent, found boo
 }
 
 // dirOpen reads directory dir for a change: ENOTDIR, ENOENT for a removed
-// directory, EOPNOTSUPP for an htree directory.
+// directory.
 func (w *Writer) dirOpen(dir uint32) ([]byte, error) {
 	raw, err := w.getInode(dir)
 	if err != nil {
@@ -254,9 +300,6 @@ func checkName(name string) error {
 // addEntry adds name -> ino to dir (raw draw, which it updates and writes
 // with new times), growing it by a block when no block has room.
 func (w *Writer) addEntry(dir uint32, draw []byte, name string, ino uint32, ft uint8, now time.Time) error {
-	if iFlags(draw)&FlagIndex != 0 && w.v.compat&compatDirIndex == 0 {
-		return syscall.EOPNOTSUPP
-	}
 	if iFlags(draw)&FlagInlineData != 0 { // ext4_try_add_inline_entry (rwinline.go)
 		if done, err := w.inlineAddEntry(dir, draw, name, ino, ft, now); done || err != nil {
 			return err
@@ -267,8 +310,21 @@ func (w *Writer) addEntry(dir uint32, draw []byte, name string, ino uint32, ft u
 	if err != nil {
 		return err
 	}
-	if iFlags(draw)&FlagIndex != 0 {
-		return w.dxAddEntry(dir, draw, idx, name, ino, ft, now, false)
+	// ext4_add_entry: an index flag on a volume without dir_index is
+	// ignored (is_dx), and the entry goes into the blocks.
+	fallback := false
+	if iFlags(draw)&FlagIndex != 0 && w.v.compat&compatDirIndex != 0 {
+		err := w.dxAddEntry(dir, draw, idx, name, ino, ft, now, false)
+		if err != errBadDx || w.v.rocompat&rocompatMetadataCsum != 0 {
+			return err
+		}
+		// dx_fallback: without checksums the damaged index is dropped
+		// and the directory is linear from now on.
+		binary.LittleEndian.PutUint32(draw[0x20:], iFlags(draw)&^FlagIndex)
+		if err := w.putInode(dir, draw); err != nil {
+			return err
+		}
+		fallback = true
 	}
 	done := false
 	var werr error
@@ -309,9 +365,9 @@ func (w *Writer) addEntry(dir uint32, draw []byte, name string, ino uint32, ft u
 	if werr != nil {
 		return werr
 	}
-	if !done && nb == 1 && w.v.compat&compatDirIndex != 0 && iFlags(draw)&FlagExtents != 0 {
-		// make_indexed_dir: the full first block becomes an htree (only
-		// extent-mapped directories: rwhtree.go maps blocks by extents).
+	if !done && nb == 1 && !fallback && w.v.compat&compatDirIndex != 0 {
+		// make_indexed_dir: the full first block becomes an htree, the
+		// directory's blocks mapped by extents or by a block map.
 		return w.dxAddEntry(dir, draw, idx, name, ino, ft, now, true)
 	}
 	if !done {

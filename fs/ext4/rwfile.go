@@ -1,9 +1,11 @@
 package ext4
 
 // File data for the Writer: WriteAt and Truncate over extent trees of any
-// depth (rwextent.go). loadExtents and storeExtents, for directories
-// (rwdir.go), handle trees of depth 0 (up to four extents in i_block) or
-// 1 (one leaf block).
+// depth (rwextent.go). loadExtents and storeExtents see a block map as a
+// list of runs (rwblockmap.go); on an extent-mapped inode they handle only
+// the extents in i_block (depth 0), for an inode given its first block.
+// Directories map and grow their blocks through the tree code
+// (dirBlock, appendDirBlock), at any depth.
 
 import (
 	"encoding/binary"
@@ -20,36 +22,20 @@ type wext struct {
 
 const maxInitExtent = 32768
 
-// loadExtents reads the extent tree of raw: its extents in order and the
-// leaf block (0 at depth 0). Deeper trees and unwritten extents give
-// EOPNOTSUPP.
+// loadExtents reads the block map of raw as runs, or the extents of a
+// depth-0 extent tree (a tree with index blocks gives EOPNOTSUPP: those
+// are read through rwextent.go's paths). Unwritten extents give
+// EOPNOTSUPP. The second result is always 0.
 func (w *Writer) loadExtents(ino uint32, raw []byte) ([]wext, uint64, error) {
 	if iFlags(raw)&FlagExtents == 0 {
 		exts, err := w.loadBlockMap(ino, raw) // rwblockmap.go
 		return exts, 0, err
 	}
 	node := raw[0x28:0x64]
-	depth := le16(node, 6)
-	var leaf uint64
-	switch depth {
-	case 0:
-	case 1:
-		if le16(node, 2) != 1 {
-			return nil, 0, fmt.Errorf("ext4: inode %d: extent index with %d entries: %w", ino, le16(node, 2), syscall.EOPNOTSUPP)
-		}
-		leaf = uint64(le32(node, 16)) | uint64(le16(node, 20))<<32
-		b := make([]byte, w.v.bs)
-		if err := w.v.readBlock(leaf, b); err != nil {
-			return nil, 0, err
-		}
-		if err := checkExtentHeader(ino, b, int(w.v.bs-extentEntry)/extentEntry, 0); err != nil {
-			return nil, 0, err
-		}
-		node = b
-	default:
+	if depth := le16(node, 6); depth != 0 {
 		return nil, 0, fmt.Errorf("ext4: inode %d: extent tree of depth %d: %w", ino, depth, syscall.EOPNOTSUPP)
 	}
-	n := int(le16(node, 2))
+	n := min(int(le16(node, 2)), 4)
 	exts := make([]wext, 0, n+1)
 	for i := 0; i < n; i++ {
 		e := node[12*(i+1):]
@@ -59,7 +45,7 @@ func (w *Writer) loadExtents(ino uint32, raw []byte) ([]wext, uint64, error) {
 		}
 		exts = append(exts, wext{l: le32(e, 0), n: l, p: uint64(le32(e, 8)) | uint64(le16(e, 6))<<32})
 	}
-	return exts, leaf, nil
+	return exts, 0, nil
 }
 
 func putExtent(b []byte, e wext) {
@@ -77,63 +63,25 @@ func putExtentHeader(b []byte, entries, max, depth int) {
 	binary.LittleEndian.PutUint32(b[8:], 0)
 }
 
-// storeExtents writes exts into raw (and the leaf block when more than four),
-// allocating or freeing the leaf and charging it to i_blocks. It returns
-// the leaf now in use.
+// storeExtents writes exts into raw: a block map's pointers (allocating
+// and freeing indirect blocks, rwblockmap.go), or up to four extents in
+// i_block as a depth-0 tree, for an extent-mapped inode that has no tree
+// blocks (a new directory, an inline inode given its block). More extents
+// are the tree code's (xinsert). leaf is unused; the result is always 0.
 func (w *Writer) storeExtents(ino uint32, raw []byte, exts []wext, leaf uint64) (uint64, error) {
 	if iFlags(raw)&FlagExtents == 0 {
 		return 0, w.storeBlockMap(ino, raw, exts) // rwblockmap.go
 	}
 	ib := raw[0x28:0x64]
-	if len(exts) <= 4 {
-		if leaf != 0 {
-			if err := w.freeBlocks(leaf, 1); err != nil {
-				return leaf, err
-			}
-			if err := w.addIBlocks(raw, -1); err != nil {
-				return 0, err
-			}
-		}
-		clear(ib)
-		putExtentHeader(ib, len(exts), 4, 0)
-		for i, e := range exts {
-			putExtent(ib[12*(i+1):], e)
-		}
-		return 0, nil
-	}
-	max := int(w.v.bs-12) / 12
-	if len(exts) > max {
-		return leaf, fmt.Errorf("ext4: inode %d needs a deeper extent tree: %w", ino, syscall.ENOSPC)
-	}
-	if leaf == 0 {
-		b, _, err := w.allocBlocks(exts[0].p, 1)
-		if err != nil {
-			return 0, err
-		}
-		if err := w.addIBlocks(raw, 1); err != nil {
-			w.freeBlocks(b, 1)
-			return 0, err
-		}
-		leaf = b
-	}
-	buf := make([]byte, w.v.bs)
-	putExtentHeader(buf, len(exts), max, 0)
-	for i, e := range exts {
-		putExtent(buf[12*(i+1):], e)
-	}
-	if w.v.rocompat&rocompatMetadataCsum != 0 {
-		tail := 12 * (1 + max)
-		binary.LittleEndian.PutUint32(buf[tail:], crc32c(w.inodeSeed(ino, raw), buf[:tail]))
-	}
-	if err := w.writeAt(buf, int64(leaf<<w.v.bsBits)); err != nil {
-		return leaf, err
+	if len(exts) > 4 || le16(ib, 6) != 0 {
+		return 0, fmt.Errorf("ext4: inode %d: %d extents for i_block: %w", ino, len(exts), syscall.EINVAL)
 	}
 	clear(ib)
-	putExtentHeader(ib, 1, 4, 1)
-	binary.LittleEndian.PutUint32(ib[12:], exts[0].l)
-	binary.LittleEndian.PutUint32(ib[16:], uint32(leaf))
-	binary.LittleEndian.PutUint16(ib[20:], uint16(leaf>>32))
-	return leaf, nil
+	putExtentHeader(ib, len(exts), 4, 0)
+	for i, e := range exts {
+		putExtent(ib[12*(i+1):], e)
+	}
+	return 0, nil
 }
 
 // lookupExt returns the physical block of lblk, or ok false in a hole, and

@@ -128,8 +128,11 @@ func (w *Writer) dxHashName(root []byte, name []byte) (uint32, bool) {
 // block above the leaf whose range holds hash, filling frames (from
 // s.node) and returning how many there are. A malformed index gives
 // EUCLEAN.
-func (w *Writer) dxProbe(dir uint32, exts []wext, nb uint64, name []byte, frames *[3]dxFrameW, s *dxScratch) (int, uint32, error) {
-	phys, ok, _ := lookupExt(exts, 0)
+func (w *Writer) dxProbe(dir uint32, draw []byte, nb uint64, name []byte, frames *[3]dxFrameW, s *dxScratch) (int, uint32, error) {
+	phys, ok, _, err := w.dirMap(dir, draw, 0)
+	if err != nil {
+		return 0, 0, err
+	}
 	if !ok {
 		return 0, 0, corrupt(dir, "htree root is a hole")
 	}
@@ -174,7 +177,10 @@ func (w *Writer) dxProbe(dir uint32, exts []wext, nb uint64, name []byte, frames
 		if i+1 == levels {
 			break
 		}
-		cphys, ok, _ := lookupExt(exts, child)
+		cphys, ok, _, err := w.dirMap(dir, draw, child)
+		if err != nil {
+			return 0, 0, err
+		}
 		if !ok {
 			return 0, 0, corrupt(dir, "htree node %d is a hole", child)
 		}
@@ -273,18 +279,17 @@ func (w *Writer) dxAdd(dir uint32, draw []byte, idx *wdir, name string, ino uint
 	s := w.dxScratchBufs()
 	var frames [3]dxFrameW
 	for restart := 0; restart < 8; restart++ {
-		exts, _, err := w.loadExtents(dir, draw)
-		if err != nil {
-			return err
-		}
 		nb := iSize(draw) >> w.v.bsBits
-		levels, hash, err := w.dxProbe(dir, exts, nb, []byte(name), &frames, s)
+		levels, hash, err := w.dxProbe(dir, draw, nb, []byte(name), &frames, s)
 		if err != nil {
 			return err
 		}
 		f := &frames[levels-1]
 		llblk := f.blockAt(f.at)
-		lphys, ok, _ := lookupExt(exts, llblk)
+		lphys, ok, _, err := w.dirMap(dir, draw, llblk)
+		if err != nil {
+			return err
+		}
 		if !ok {
 			return corrupt(dir, "htree leaf %d is a hole", llblk)
 		}
@@ -500,11 +505,10 @@ func dxSortMap(m []dxMapEntry) {
 // htree root pointing at it, and block 1 is split to make room for name.
 func (w *Writer) makeIndexed(dir uint32, draw []byte, idx *wdir, name string, ino uint32, ft uint8) error {
 	s := w.dxScratchBufs()
-	exts, _, err := w.loadExtents(dir, draw)
+	phys0, ok, _, err := w.dirMap(dir, draw, 0)
 	if err != nil {
 		return err
 	}
-	phys0, ok, _ := lookupExt(exts, 0)
 	if !ok {
 		return corrupt(dir, "directory block 0 is a hole")
 	}
@@ -575,24 +579,45 @@ func (w *Writer) makeIndexed(dir uint32, draw []byte, idx *wdir, name string, in
 // which the caller writes). The block's contents are the caller's to
 // write.
 func (w *Writer) appendDirBlock(dir uint32, draw []byte) (lblk, phys uint64, err error) {
-	exts, leaf, err := w.loadExtents(dir, draw)
-	if err != nil {
-		return 0, 0, err
+	var exts []wext
+	if iFlags(draw)&FlagExtents == 0 {
+		// A block map's runs; an inline directory gets its block first
+		// (rwinline.go), and may be extent-mapped after.
+		if exts, _, err = w.loadExtents(dir, draw); err != nil {
+			return 0, 0, err
+		}
 	}
 	lblk = iSize(draw) >> w.v.bsBits
 	if lblk >= 1<<32-1 {
 		return 0, 0, syscall.ENOSPC
 	}
-	_, _, next := lookupExt(exts, lblk)
-	start, _, err := w.allocBlocks(w.goalFor(dir, exts, next, lblk), 1)
-	if err != nil {
-		return 0, 0, err
-	}
-	nexts := insertExt(append([]wext(nil), exts...), next, wext{l: uint32(lblk), n: 1, p: start})
-	if _, err := w.storeExtents(dir, draw, nexts, leaf); err != nil {
-		w.freeBlocks(start, 1)
-		w.storeExtents(dir, draw, exts, leaf)
-		return 0, 0, err
+	var start uint64
+	if iFlags(draw)&FlagExtents == 0 {
+		_, _, next := lookupExt(exts, lblk)
+		if start, _, err = w.allocBlocks(w.goalFor(dir, exts, next, lblk), 1); err != nil {
+			return 0, 0, err
+		}
+		nexts := insertExt(append([]wext(nil), exts...), next, wext{l: uint32(lblk), n: 1, p: start})
+		if _, err := w.storeExtents(dir, draw, nexts, 0); err != nil {
+			w.freeBlocks(start, 1)
+			w.storeExtents(dir, draw, exts, 0)
+			return 0, 0, err
+		}
+	} else {
+		// The extent tree at any depth (rwextent.go): the block goes
+		// after the extent before it, and the tree splits, grows or
+		// merges as a file's does; an ENOSPC leaves it as it was.
+		x, err := w.xfind(dir, draw, uint32(lblk))
+		if err != nil {
+			return 0, 0, err
+		}
+		if start, _, err = w.allocBlocks(w.xgoal(x, dir, lblk), 1); err != nil {
+			return 0, 0, err
+		}
+		if err := w.xinsert(dir, draw, xent{l: uint32(lblk), n: 1, p: start}); err != nil {
+			w.freeBlocks(start, 1)
+			return 0, 0, err
+		}
 	}
 	if err := w.addIBlocks(draw, 1); err != nil {
 		return 0, 0, err

@@ -40,6 +40,8 @@ var htreeSets = []struct {
 	{"1k-legacy-unsigned", []string{"-b", "1024"}, "legacy", true, false},
 	{"1k-largedir-tea-unsigned", []string{"-b", "1024", "-O", "large_dir"}, "tea", true, false},
 	{"1k-halfmd4-long", []string{"-b", "1024"}, "", false, true},
+	// Block-mapped directories (no extents): htrees over block maps.
+	{"1k-blockmap-halfmd4", []string{"-b", "1024", "-O", "^extent,^64bit"}, "", false, false},
 }
 
 func mkfsHtree(t testing.TB, img string, sizeMiB int, args []string, hash string, unsigned bool) {

@@ -47,6 +47,7 @@ func (fs *rwFS) listDir(d *rwDir, v *Volume, in *Inode) *dirList {
 	if err != nil || l.cost > fs.lcache.Limit() {
 		return nil // the block path reports the error
 	}
+	l.in, l.gen = in, fs.w.dirGen
 	if l.ent = fs.lcache.Charge(uint64(d.ino), l.cost, func() { fs.unlist(d, l) }); l.ent == nil {
 		return nil
 	}

@@ -353,8 +353,10 @@ func (d *rwDir) Lookup(name string) (vfs.Node, error) {
 	return d.fs.node(ino, mode)
 }
 
-// ReadDir implements vfs.DirReader, with ext4's offsets as cookies; from
-// the directory's listing when it has one (rwlist.go).
+// ReadDir implements vfs.DirReader, for the VFS's own walks (getdents
+// goes through the open directory's handle, dirhandle.go), with the
+// kernel's positions as cookies; from the directory's listing when it
+// has one (rwlist.go).
 func (d *rwDir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 	if off < 3 {
 		off = 0

@@ -136,7 +136,10 @@ type Volume struct {
 
 	hashSeed     [4]uint32
 	hashUnsigned bool // EXT2_FLAGS_UNSIGNED_HASH
-	linuxOS      bool // s_creator_os == Linux: osd2 layout, inode checksums
+	// defHashVersion is s_def_hash_version, the hash of directories
+	// listed by hash without an index (ext4_htree_fill_tree).
+	defHashVersion uint8
+	linuxOS        bool // s_creator_os == Linux: osd2 layout, inode checksums
 
 	info VolumeInfo
 
@@ -327,6 +330,7 @@ func (v *Volume) parseSuper(sb []byte) error {
 		v.hashSeed[i] = le32(sb, 0xEC+4*i)
 	}
 	v.hashUnsigned = le32(sb, 0x160)&0x2 != 0
+	v.defHashVersion = sb[0xFC]
 	v.linuxOS = le32(sb, 0x48) == 0
 
 	v.info = VolumeInfo{
