@@ -164,6 +164,15 @@ type Writer struct {
 	// appendMu serialises Append's size read and write; taken before mu.
 	appendMu sync.Mutex
 
+	// Caller is who operations run for where the root-reserved blocks
+	// matter (rwspace.go); the zero value is root. Set it before the
+	// first operation.
+	Caller Caller
+	// aclass is what the running allocation may take, tclass what its
+	// extent tree blocks may (rwspace.go); allocNormal between
+	// operations. Under mu.
+	aclass, tclass allocClass
+
 	// Data and Errors are the data= and errors= modes (rwmodes.go); set
 	// them before the first operation.
 	Data   DataMode

@@ -1,0 +1,325 @@
+package ext4
+
+// Free space as Linux's ext4 accounts it (fs/ext4/balloc.c, inode.c,
+// super.c): which allocations may take the last blocks, where a write
+// stops near a full volume, and what statfs reports on a read-write
+// mount.
+//
+//   - ext4_has_free_clusters: an ordinary allocation leaves
+//     s_r_blocks_count (root's reserve) and s_resv_clusters (2% of the
+//     volume, at most 4096 clusters, with extents only:
+//     ext4_calculate_resv_clusters) free; a caller that is s_resuid, in
+//     s_resgid or has CAP_SYS_RESOURCE may take the root reserve; tree
+//     blocks written back for delayed data (METADATA_NOFAIL, so
+//     EXT4_MB_USE_RESERVED) may take s_resv_clusters too.
+//   - A non-delalloc allocation (fallocate, directory and symlink blocks,
+//     xattr blocks, tree blocks at write time) asks for fewer blocks,
+//     halving, until the claim passes (ext4_mb_new_blocks).
+//   - Writes go through the page cache in folios (generic_perform_write):
+//     each write_begin reserves every hole block of its folio range at
+//     once and fails whole, so a write near a full volume stops at a
+//     folio boundary with a short count (ENOSPC if nothing was written).
+//     The folio for a range is what __filemap_get_folio makes of the
+//     write_begin length: the order of its size (from 8 KiB) up to 2 MiB,
+//     lowered to the alignment of the index. A failed write_begin that
+//     extended the file truncates the blocks past i_size
+//     (ext4_truncate_failed_write), and the write is tried again when that
+//     freed blocks (ext4_should_retry_alloc).
+//   - Delayed allocation's reservations are the kernel's dirty clusters;
+//     the Writer allocates at once, so it has none, and its free count is
+//     the kernel's free less dirty after a sync. ext4_nonda_switch (write
+//     time allocation when free space is low) decides whether the tree
+//     blocks of a write come from the reserve: the Writer follows it with
+//     the blocks the write itself has taken as the dirty count.
+
+import (
+	"encoding/binary"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Caller is who the Writer's operations run for, as far as the blocks
+// reserved for root go (ext4_has_free_clusters): the zero value is root.
+type Caller struct {
+	Uid, Gid uint32
+	Groups   []uint32
+	// NoSysResource: a caller with uid 0 without CAP_SYS_RESOURCE.
+	NoSysResource bool
+}
+
+// allocClass is what an allocation may take (ext4_mb_new_blocks' flags).
+type allocClass uint8
+
+const (
+	allocNormal   allocClass = iota // flags 0: the reserves stay free
+	allocReserved                   // EXT4_MB_USE_RESERVED: s_resv_clusters too
+	allocAdmitted                   // EXT4_MB_DELALLOC_RESERVED: claimed before
+)
+
+// resvClusters is s_resv_clusters (ext4_calculate_resv_clusters).
+func (w *Writer) resvClusters() uint64 {
+	if w.v.incompat&incompatExtents == 0 {
+		return 0
+	}
+	return min(w.v.blocks/50, 4096)
+}
+
+// rBlocks is s_r_blocks_count.
+func (w *Writer) rBlocks() uint64 {
+	n := uint64(le32(w.sb, 0x8))
+	if w.v.incompat&incompat64bit != 0 {
+		n |= uint64(le32(w.sb, 0x154)) << 32
+	}
+	return n
+}
+
+// rootBlocksOK reports whether the caller may take the root reserve:
+// s_resuid, a member of s_resgid (when not 0), or CAP_SYS_RESOURCE.
+func (w *Writer) rootBlocksOK() bool {
+	c := &w.Caller
+	resuid, resgid := uint32(le16(w.sb, 0x50)), uint32(le16(w.sb, 0x52))
+	if c.Uid == resuid || (c.Uid == 0 && !c.NoSysResource) {
+		return true
+	}
+	if resgid == 0 {
+		return false
+	}
+	if c.Gid == resgid {
+		return true
+	}
+	for _, g := range c.Groups {
+		if g == resgid {
+			return true
+		}
+	}
+	return false
+}
+
+// hasFree is ext4_has_free_clusters for n blocks (no dirty clusters: the
+// Writer allocates at once).
+func (w *Writer) hasFree(n uint64, class allocClass) bool {
+	free, resv := w.sbFreeBlocks(), w.resvClusters()
+	switch {
+	case class == allocAdmitted:
+		return free >= n
+	case free >= w.rBlocks()+resv+n:
+		return true
+	case w.rootBlocksOK() && free >= n+resv:
+		return true
+	}
+	return class == allocReserved && free >= n
+}
+
+// claim lowers *n, halving, until hasFree admits it, as ext4_mb_new_blocks
+// does without delalloc; false when not even one block is admitted.
+func (w *Writer) claim(n *uint32) bool {
+	for *n > 0 && !w.hasFree(uint64(*n), w.aclass) {
+		*n >>= 1
+	}
+	return *n > 0
+}
+
+// freeClustersWatermark is EXT4_FREECLUSTERS_WATERMARK: 4 x
+// percpu_counter_batch (max(32, 2 x CPUs)) x CPUs.
+var freeClustersWatermark = func() uint64 {
+	n := uint64(runtime.NumCPU())
+	return 4 * max(32, 2*n) * n
+}()
+
+// Folio sizes of the page cache (4 KiB pages, MAX_PAGECACHE_ORDER 9).
+const (
+	kernelPageShift = 12
+	maxFolioOrder   = 9
+)
+
+// folioChunk is how many bytes of a write at pos with rest bytes left one
+// write_begin takes: generic_perform_write's chunk (up to the 2 MiB
+// boundary), trimmed to the end of the folio __filemap_get_folio makes
+// for it (fgf_set_order of the length, lowered to the index's alignment).
+func folioChunk(pos, rest int64) int64 {
+	const maxChunk = int64(1) << (kernelPageShift + maxFolioOrder)
+	n := min(maxChunk-pos&(maxChunk-1), rest)
+	order := 0
+	if n >= 2<<kernelPageShift {
+		for order+1 <= maxFolioOrder && int64(1)<<(kernelPageShift+order+1) <= n {
+			order++
+		}
+	}
+	index := pos >> kernelPageShift
+	if index&(int64(1)<<order-1) != 0 {
+		order = 0
+		for index&(int64(1)<<(order+1)-1) == 0 {
+			order++
+		}
+	}
+	end := (index + int64(1)<<order) << kernelPageShift
+	return min(n, end-pos)
+}
+
+// holeBlocks counts the blocks of [lo, hi) that ino maps to nothing (a
+// write_begin's reservations: unwritten blocks need none).
+func (w *Writer) holeBlocks(ino uint32, raw []byte, lo, hi uint64) (uint64, error) {
+	var n uint64
+	if iFlags(raw)&FlagExtents == 0 {
+		exts, _, err := w.loadExtents(ino, raw)
+		if err != nil {
+			return 0, err
+		}
+		for b := lo; b < hi; b++ {
+			if _, ok, _ := lookupExt(exts, b); !ok {
+				n++
+			}
+		}
+		return n, nil
+	}
+	for b := lo; b < hi; {
+		x, err := w.xfind(ino, raw, uint32(b))
+		if err != nil {
+			return 0, err
+		}
+		e, ok, holeEnd := x.at(uint32(b))
+		if ok {
+			b = e.end()
+			continue
+		}
+		end := min(hi, holeEnd)
+		n += end - b
+		b = end
+	}
+	return n, nil
+}
+
+// Statfs is statfs(2) of the volume as ext4_statfs reports it on a
+// read-write mount: f_blocks less the overhead (s_overhead_clusters, else
+// ext4_calculate_overhead), f_bfree the free count (the kernel's free
+// less dirty clusters: the Writer has none), f_bavail less
+// s_r_blocks_count and s_resv_clusters (0 below them), f_files and
+// f_ffree from the inode counts.
+func (w *Writer) Statfs() unix.Statfs_t {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v := w.v
+	overhead := uint64(le32(w.sb, 0x248))
+	if overhead == 0 {
+		overhead, _ = v.overhead(w.sb)
+	}
+	st := unix.Statfs_t{
+		Type:    0xEF53,
+		Bsize:   int64(v.bs),
+		Frsize:  int64(v.bs),
+		Blocks:  v.blocks - overhead,
+		Bfree:   w.sbFreeBlocks(),
+		Files:   uint64(le32(w.sb, 0x0)),
+		Ffree:   uint64(le32(w.sb, 0x10)),
+		Namelen: 255,
+	}
+	if r := w.rBlocks() + w.resvClusters(); st.Bfree >= r {
+		st.Bavail = st.Bfree - r
+	}
+	lo := binary.LittleEndian.Uint64(w.sb[0x68:]) ^ binary.LittleEndian.Uint64(w.sb[0x70:])
+	st.Fsid.Val = [2]int32{int32(uint32(lo)), int32(uint32(lo >> 32))}
+	return st
+}
+
+// writeFolios is writeData as the kernel's page-cache write sees free
+// space (see the file comment): with room for every block of p above the
+// reserves, one writeData; else folio by folio, each admitted whole or
+// ending the write (a short count; ENOSPC if nothing was written). raw's
+// size grows with each folio; the caller writes raw.
+func (w *Writer) writeFolios(ino uint32, raw []byte, p []byte, off int64) (int, error) {
+	v := w.v
+	defer func() { w.aclass, w.tclass = allocNormal, allocNormal }()
+	blocks := uint64(off+int64(len(p))-1)>>v.bsBits - uint64(off)>>v.bsBits + 1
+	free := w.sbFreeBlocks()
+	journalled := w.Data == DataJournal && w.j != nil // no delalloc, no large folios
+	if !journalled && free >= w.rBlocks()+w.resvClusters()+blocks+freeClustersWatermark && free >= 3*blocks {
+		// Every folio is admitted and stays delayed (ext4_nonda_switch
+		// never switches): tree blocks come from the reserve.
+		w.aclass, w.tclass = allocAdmitted, allocReserved
+		n, err := w.writeData(ino, raw, p, off)
+		if end := uint64(off) + uint64(n); n > 0 && end > iSize(raw) {
+			setISize(raw, end)
+		}
+		return n, err
+	}
+	var dirty uint64 // blocks taken while delayed: the kernel's dirty clusters
+	retries := 0
+	done := 0
+	for done < len(p) {
+		pos := off + int64(done)
+		c := int64(len(p) - done)
+		if journalled {
+			c = min(c, int64(kernelPage)-pos&int64(kernelPage-1))
+		} else {
+			c = folioChunk(pos, c)
+		}
+		lo, hi := uint64(pos)>>v.bsBits, uint64(pos+c-1)>>v.bsBits+1
+		need, err := w.holeBlocks(ino, raw, lo, hi)
+		if err != nil {
+			return done, err
+		}
+		// ext4_nonda_switch, on the kernel's counts: its free is ours
+		// plus what is still delayed; writeback starts when half the
+		// free space is dirty.
+		free := w.sbFreeBlocks()
+		if dirty > 0 && free+dirty < 2*dirty {
+			dirty = 0
+		}
+		kfree := free + dirty
+		delayed := !journalled && 2*kfree >= 3*dirty && kfree >= dirty+freeClustersWatermark
+		if !w.hasFree(need, allocNormal) {
+			// A failed write_begin. Allocating at write time
+			// (ext4_write_begin with ext4_get_block_unwritten), it
+			// took the holes it could before the one that failed, and
+			// those inside i_size stay, unwritten.
+			if !delayed {
+				eof := (iSize(raw) + v.bs - 1) >> v.bsBits
+				if keep := min(hi, eof); lo < keep {
+					w.aclass, w.tclass = allocNormal, allocNormal
+					if _, err := w.fallocUnwritten(ino, raw, lo, keep); err != nil && err != syscall.ENOSPC {
+						return done, err
+					}
+				}
+			}
+			// ext4_truncate_failed_write when it extended the file, and
+			// a retry if that freed blocks (ext4_should_retry_alloc
+			// commits them first).
+			if uint64(pos+c) > iSize(raw) && retries < 3 {
+				before := w.sbFreeBlocks()
+				if err := w.cutBlocks(ino, raw, iSize(raw)); err != nil {
+					return done, err
+				}
+				if w.sbFreeBlocks() > before {
+					retries++
+					if err := w.putInode(ino, raw); err != nil {
+						return done, err
+					}
+					if w.j != nil {
+						w.commitOrFail()
+					}
+					continue
+				}
+			}
+			if done == 0 {
+				return 0, syscall.ENOSPC
+			}
+			return done, nil
+		}
+		w.aclass, w.tclass = allocAdmitted, allocNormal
+		if delayed {
+			w.tclass = allocReserved
+			dirty += need
+		}
+		n, err := w.writeData(ino, raw, p[done:done+int(c)], pos)
+		done += n
+		if end := uint64(pos) + uint64(n); n > 0 && end > iSize(raw) {
+			setISize(raw, end)
+		}
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
