@@ -137,15 +137,14 @@ const (
 // folioChunk is how many bytes of a write at pos with rest bytes left one
 // write_begin takes: generic_perform_write's chunk (up to the 2 MiB
 // boundary), trimmed to the end of the folio __filemap_get_folio makes
-// for it (fgf_set_order of the length, lowered to the index's alignment).
-func folioChunk(pos, rest int64) int64 {
+// for it (fgf_set_order of the length, lowered to the index's alignment),
+// its order at most maxOrder.
+func folioChunk(pos, rest int64, maxOrder int) (int64, int) {
 	const maxChunk = int64(1) << (kernelPageShift + maxFolioOrder)
 	n := min(maxChunk-pos&(maxChunk-1), rest)
 	order := 0
-	if n >= 2<<kernelPageShift {
-		for order+1 <= maxFolioOrder && int64(1)<<(kernelPageShift+order+1) <= n {
-			order++
-		}
+	for order+1 <= maxOrder && int64(1)<<(kernelPageShift+order+1) <= n {
+		order++
 	}
 	index := pos >> kernelPageShift
 	if index&(int64(1)<<order-1) != 0 {
@@ -155,7 +154,7 @@ func folioChunk(pos, rest int64) int64 {
 		}
 	}
 	end := (index + int64(1)<<order) << kernelPageShift
-	return min(n, end-pos)
+	return min(n, end-pos), order
 }
 
 // holeBlocks counts the blocks of [lo, hi) that ino maps to nothing (a
@@ -245,15 +244,17 @@ func (w *Writer) writeFolios(ino uint32, raw []byte, p []byte, off int64) (int, 
 		return n, err
 	}
 	var dirty uint64 // blocks taken while delayed: the kernel's dirty clusters
-	retries := 0
+	retries, smaller := 0, 0
+	maxOrder := maxFolioOrder
 	done := 0
 	for done < len(p) {
 		pos := off + int64(done)
 		c := int64(len(p) - done)
+		order := 0
 		if journalled {
 			c = min(c, int64(kernelPage)-pos&int64(kernelPage-1))
 		} else {
-			c = folioChunk(pos, c)
+			c, order = folioChunk(pos, c, maxOrder)
 		}
 		lo, hi := uint64(pos)>>v.bsBits, uint64(pos+c-1)>>v.bsBits+1
 		need, err := w.holeBlocks(ino, raw, lo, hi)
@@ -270,17 +271,14 @@ func (w *Writer) writeFolios(ino uint32, raw []byte, p []byte, off int64) (int, 
 		kfree := free + dirty
 		delayed := !journalled && 2*kfree >= 3*dirty && kfree >= dirty+freeClustersWatermark
 		if !w.hasFree(need, allocNormal) {
-			// A failed write_begin. Allocating at write time
-			// (ext4_write_begin with ext4_get_block_unwritten), it
-			// took the holes it could before the one that failed, and
-			// those inside i_size stay, unwritten.
-			if !delayed {
-				eof := (iSize(raw) + v.bs - 1) >> v.bsBits
-				if keep := min(hi, eof); lo < keep {
-					w.aclass, w.tclass = allocNormal, allocNormal
-					if _, err := w.fallocUnwritten(ino, raw, lo, keep); err != nil && err != syscall.ENOSPC {
-						return done, err
-					}
+			// A failed write_begin took the holes it could before the
+			// one that failed (reserved, or allocated at write time);
+			// those inside i_size stay, zeroed (folio_zero_new_buffers)
+			// and written back.
+			eof := (iSize(raw) + v.bs - 1) >> v.bsBits
+			if keep := min(hi, eof); lo < keep {
+				if err := w.keepZeroed(ino, raw, lo, keep); err != nil {
+					return done, err
 				}
 			}
 			// ext4_truncate_failed_write when it extended the file, and
@@ -302,11 +300,22 @@ func (w *Writer) writeFolios(ino uint32, raw []byte, p []byte, off int64) (int, 
 					continue
 				}
 			}
+			// ext4_should_retry_alloc retries while one block could be
+			// had (ext4_has_free_clusters(1, 0)), three times; a
+			// write_begin at a position inside a page gets a folio of
+			// half the size each time (measured on the kernel here; one
+			// at a page boundary gets the same folio and fails again).
+			if pos&int64(kernelPage-1) != 0 && order > 0 && smaller < 3 && w.hasFree(1, allocNormal) {
+				smaller++
+				maxOrder = order - 1
+				continue
+			}
 			if done == 0 {
 				return 0, syscall.ENOSPC
 			}
 			return done, nil
 		}
+		maxOrder, smaller = maxFolioOrder, 0
 		w.aclass, w.tclass = allocAdmitted, allocNormal
 		if delayed {
 			w.tclass = allocReserved
@@ -322,4 +331,34 @@ func (w *Writer) writeFolios(ino uint32, raw []byte, p []byte, off int64) (int, 
 		}
 	}
 	return done, nil
+}
+
+// keepZeroed gives the holes of blocks [lo, hi) of ino zeroed blocks, in
+// order, as far as ordinary allocations may go (a failed write_begin's
+// new buffers).
+func (w *Writer) keepZeroed(ino uint32, raw []byte, lo, hi uint64) error {
+	bs := w.v.bs
+	for b := lo; b < hi; {
+		x, err := w.xfind(ino, raw, uint32(b))
+		if err != nil {
+			return err
+		}
+		e, ok, holeEnd := x.at(uint32(b))
+		if ok {
+			b = e.end()
+			continue
+		}
+		end := min(hi, holeEnd)
+		zeros := make([]byte, (end-b)*bs) // a rare path: the volume is full
+		w.aclass, w.tclass = allocNormal, allocNormal
+		n, err := w.writeData(ino, raw, zeros, int64(b*bs))
+		if err != nil || uint64(n) < uint64(len(zeros)) {
+			if err == syscall.ENOSPC {
+				err = nil
+			}
+			return err
+		}
+		b = end
+	}
+	return nil
 }
