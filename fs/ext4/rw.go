@@ -212,7 +212,7 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 		}
 	}
 	// Refuse before any write, the replay's included.
-	if f := v.writeRefusal(j != nil); f != "" {
+	if f := v.writeRefusal(j != nil || opt.unreplayed); f != "" {
 		return nil, &FeatureError{Feature: f + " (read-write)"}
 	}
 	if j != nil && (v.incompat&incompatRecover != 0 || be.Uint32(j.sb[0x1C:]) != 0) {
@@ -237,7 +237,7 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 		}
 		j.seq = seq
 	}
-	if f := v.writeRefusal(j != nil); f != "" {
+	if f := v.writeRefusal(j != nil || opt.unreplayed); f != "" {
 		return nil, &FeatureError{Feature: f + " (read-write)"}
 	}
 	w := &Writer{v: v, dev: tx, tx: tx, j: j, Now: time.Now, bbm: map[uint32][]byte{}, ibm: map[uint32][]byte{}, orphan: map[uint32]bool{}, pendingFree: map[uint64]struct{}{}, CommitInterval: 5 * time.Second}

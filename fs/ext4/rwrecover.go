@@ -100,7 +100,7 @@ func orphansReadOnly(req vfs.MountRequest, b *vfs.Backing, noload bool, logf fun
 		return err
 	}
 	defer wb.Release()
-	w, err := OpenWriter(backingWDevice{backingDevice{b: wb, size: block.ReadEnd(dev)}}, Options{Logf: logf, NoLoad: noload})
+	w, err := OpenWriter(backingWDevice{backingDevice{b: wb, size: block.ReadEnd(dev)}}, Options{Logf: logf, NoLoad: noload, unreplayed: noload})
 	var fe *FeatureError
 	if errors.As(err, &fe) {
 		logf("ext4: orphan cleanup skipped: %v", err)
