@@ -172,6 +172,9 @@ type Writer struct {
 	// extent tree blocks may (rwspace.go); allocNormal between
 	// operations. Under mu.
 	aclass, tclass allocClass
+	// maxFolio, when not 0, is one more than the largest folio order the
+	// write model assumes the page cache gets (rwspace.go).
+	maxFolio int
 
 	// Data and Errors are the data= and errors= modes (rwmodes.go); set
 	// them before the first operation.

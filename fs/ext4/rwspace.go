@@ -100,7 +100,12 @@ func (w *Writer) rootBlocksOK() bool {
 // hasFree is ext4_has_free_clusters for n blocks (no dirty clusters: the
 // Writer allocates at once).
 func (w *Writer) hasFree(n uint64, class allocClass) bool {
-	free, resv := w.sbFreeBlocks(), w.resvClusters()
+	return w.hasFreeOf(w.sbFreeBlocks(), n, class)
+}
+
+// hasFreeOf is hasFree with free blocks free.
+func (w *Writer) hasFreeOf(free, n uint64, class allocClass) bool {
+	resv := w.resvClusters()
 	switch {
 	case class == allocAdmitted:
 		return free >= n
@@ -243,94 +248,128 @@ func (w *Writer) writeFolios(ino uint32, raw []byte, p []byte, off int64) (int, 
 		}
 		return n, err
 	}
-	var dirty uint64 // blocks taken while delayed: the kernel's dirty clusters
-	retries, smaller := 0, 0
-	maxOrder := maxFolioOrder
+	retries := 0    // ext4_should_retry_alloc's, per write_begin
+	var again int64 // a retried delalloc write_begin's length
 	done := 0
 	for done < len(p) {
-		pos := off + int64(done)
-		c := int64(len(p) - done)
-		order := 0
-		if journalled {
-			c = min(c, int64(kernelPage)-pos&int64(kernelPage-1))
-		} else {
-			c, order = folioChunk(pos, c, maxOrder)
+		// The folios admitted from here, as the kernel takes them: their
+		// holes reserved (delayed) or allocated (write time) one folio
+		// after the other, on the kernel's counts (free, and dirty: what
+		// is reserved but not yet written back).
+		kfree, dirty := w.sbFreeBlocks(), uint64(0)
+		admitted := int64(0)
+		var failPos, failLen int64 = -1, 0
+		var failLo, failHi uint64
+		for int64(done)+admitted < int64(len(p)) {
+			pos := off + int64(done) + admitted
+			c := int64(len(p)-done) - admitted
+			if again > 0 {
+				c = again
+			}
+			if journalled {
+				c = min(c, int64(kernelPage)-pos&int64(kernelPage-1))
+			} else {
+				c, _ = folioChunk(pos, c, w.folioOrder())
+			}
+			lo, hi := uint64(pos)>>v.bsBits, uint64(pos+c-1)>>v.bsBits+1
+			need, err := w.holeBlocks(ino, raw, lo, hi)
+			if err != nil {
+				return done, err
+			}
+			// ext4_nonda_switch: writeback starts when half the free
+			// space is dirty; write-time allocation below 150% or the
+			// watermark.
+			if dirty > 0 && kfree < 2*dirty {
+				kfree, dirty = kfree-min(kfree, dirty), 0
+			}
+			delayed := !journalled && 2*kfree >= 3*dirty && kfree >= dirty+freeClustersWatermark
+			if again > 0 {
+				delayed = true // a retried write_begin stays in its mode
+			}
+			if !w.hasFreeOf(kfree-min(kfree, dirty), need, allocNormal) {
+				failPos, failLen, failLo, failHi = pos, c, lo, hi
+				break
+			}
+			retries, again = 0, 0
+			if delayed {
+				dirty += need
+			} else {
+				kfree -= min(kfree, need)
+			}
+			admitted += c
 		}
-		lo, hi := uint64(pos)>>v.bsBits, uint64(pos+c-1)>>v.bsBits+1
-		need, err := w.holeBlocks(ino, raw, lo, hi)
-		if err != nil {
-			return done, err
+		// What was admitted is written in one go, as writeback and the
+		// conversion of unwritten extents at I/O completion do it: their
+		// tree blocks may take the reserve (METADATA_NOFAIL).
+		if admitted > 0 {
+			w.aclass, w.tclass = allocAdmitted, allocReserved
+			n, err := w.writeData(ino, raw, p[done:done+int(admitted)], off+int64(done))
+			if end := uint64(off) + uint64(done) + uint64(n); n > 0 && end > iSize(raw) {
+				setISize(raw, end)
+			}
+			done += n
+			if err != nil || int64(n) < admitted {
+				return done, err
+			}
 		}
-		// ext4_nonda_switch, on the kernel's counts: its free is ours
-		// plus what is still delayed; writeback starts when half the
-		// free space is dirty.
-		free := w.sbFreeBlocks()
-		if dirty > 0 && free+dirty < 2*dirty {
-			dirty = 0
-		}
-		kfree := free + dirty
-		delayed := !journalled && 2*kfree >= 3*dirty && kfree >= dirty+freeClustersWatermark
-		if !w.hasFree(need, allocNormal) {
-			// A failed write_begin took the holes it could before the
-			// one that failed (reserved, or allocated at write time);
-			// those inside i_size stay, zeroed (folio_zero_new_buffers)
-			// and written back.
-			eof := (iSize(raw) + v.bs - 1) >> v.bsBits
-			if keep := min(hi, eof); lo < keep {
-				if err := w.keepZeroed(ino, raw, lo, keep); err != nil {
-					return done, err
-				}
-			}
-			// ext4_truncate_failed_write when it extended the file, and
-			// a retry if that freed blocks (ext4_should_retry_alloc
-			// commits them first).
-			if uint64(pos+c) > iSize(raw) && retries < 3 {
-				before := w.sbFreeBlocks()
-				if err := w.cutBlocks(ino, raw, iSize(raw)); err != nil {
-					return done, err
-				}
-				if w.sbFreeBlocks() > before {
-					retries++
-					if err := w.putInode(ino, raw); err != nil {
-						return done, err
-					}
-					if w.j != nil {
-						w.commitOrFail()
-					}
-					continue
-				}
-			}
-			// ext4_should_retry_alloc retries while one block could be
-			// had (ext4_has_free_clusters(1, 0)), three times; a
-			// write_begin at a position inside a page gets a folio of
-			// half the size each time (measured on the kernel here; one
-			// at a page boundary gets the same folio and fails again).
-			if pos&int64(kernelPage-1) != 0 && order > 0 && smaller < 3 && w.hasFree(1, allocNormal) {
-				smaller++
-				maxOrder = order - 1
-				continue
-			}
-			if done == 0 {
-				return 0, syscall.ENOSPC
-			}
+		if failPos < 0 {
 			return done, nil
 		}
-		maxOrder, smaller = maxFolioOrder, 0
-		w.aclass, w.tclass = allocAdmitted, allocNormal
-		if delayed {
-			w.tclass = allocReserved
-			dirty += need
+		// A failed write_begin took the holes it could before the one
+		// that failed (reserved, or allocated at write time); those
+		// inside i_size stay, zeroed (folio_zero_new_buffers) and
+		// written back.
+		eof := (iSize(raw) + v.bs - 1) >> v.bsBits
+		if keep := min(failHi, eof); failLo < keep {
+			if err := w.keepZeroed(ino, raw, failLo, keep); err != nil {
+				return done, err
+			}
 		}
-		n, err := w.writeData(ino, raw, p[done:done+int(c)], pos)
-		done += n
-		if end := uint64(pos) + uint64(n); n > 0 && end > iSize(raw) {
-			setISize(raw, end)
+		// ext4_truncate_failed_write when it extended the file.
+		freed := false
+		extended := uint64(failPos+failLen) > iSize(raw)
+		if extended {
+			before := w.sbFreeBlocks()
+			if err := w.cutBlocks(ino, raw, iSize(raw)); err != nil {
+				return done, err
+			}
+			freed = w.sbFreeBlocks() > before
 		}
-		if err != nil {
-			return done, err
+		// ext4_should_retry_alloc: with a journal, three times, after a
+		// commit when blocks were freed, else while one block could be
+		// had. The truncate took the failed folio out of the page
+		// cache, so the retry makes a new one for the length trimmed to
+		// the failed folio (one order smaller when it started inside a
+		// page); else it finds the same folio.
+		if w.j != nil && retries < 3 && (freed || w.hasFree(1, allocNormal)) {
+			retries++
+			if freed {
+				if err := w.putInode(ino, raw); err != nil {
+					return done, err
+				}
+				w.commitOrFail()
+			}
+			if extended {
+				again = failLen
+			}
+			continue
 		}
+		if done == 0 {
+			return 0, syscall.ENOSPC
+		}
+		return done, nil
 	}
 	return done, nil
+}
+
+// folioOrder is the largest folio order the modelled page cache gives:
+// maxFolioOrder unless lowered (w.maxFolio, the kernel's allocation of a
+// large folio failing under memory fragmentation).
+func (w *Writer) folioOrder() int {
+	if w.maxFolio > 0 {
+		return w.maxFolio - 1
+	}
+	return maxFolioOrder
 }
 
 // keepZeroed gives the holes of blocks [lo, hi) of ino zeroed blocks, in
