@@ -21,7 +21,7 @@ func TestFolioChunk(t *testing.T) {
 		{4096, 1347552, 4096, maxFolioOrder},         // index 1: order 0
 		{8192, 1347552, 8192, maxFolioOrder},         // index 2: order 1
 		{131072, 1347552, 131072, maxFolioOrder},     // index 32: order 5
-		{0, 7332, 7332, maxFolioOrder},               // below 8 KiB: one page
+		{0, 7332, 4096, maxFolioOrder},               // below 8 KiB: one page
 		{100, 40000, 32768 - 100, maxFolioOrder},     // order 3
 		{2<<20 - 4096, 1 << 20, 4096, maxFolioOrder},
 		{0, 64 << 20, 256 << 10, 6}, // capped
