@@ -10,27 +10,31 @@ package ext4
 //     volume, at most 4096 clusters, with extents only:
 //     ext4_calculate_resv_clusters) free; a caller that is s_resuid, in
 //     s_resgid or has CAP_SYS_RESOURCE may take the root reserve; tree
-//     blocks written back for delayed data (METADATA_NOFAIL, so
+//     blocks of writeback, of unwritten-extent conversion and of the
+//     splits of truncate and punch (METADATA_NOFAIL, so
 //     EXT4_MB_USE_RESERVED) may take s_resv_clusters too.
 //   - A non-delalloc allocation (fallocate, directory and symlink blocks,
-//     xattr blocks, tree blocks at write time) asks for fewer blocks,
-//     halving, until the claim passes (ext4_mb_new_blocks).
+//     xattr blocks) asks for fewer blocks, halving, until the claim
+//     passes (ext4_mb_new_blocks).
 //   - Writes go through the page cache in folios (generic_perform_write):
-//     each write_begin reserves every hole block of its folio range at
-//     once and fails whole, so a write near a full volume stops at a
-//     folio boundary with a short count (ENOSPC if nothing was written).
-//     The folio for a range is what __filemap_get_folio makes of the
+//     each write_begin reserves (ext4_da_write_begin) or allocates
+//     (ext4_write_begin, after ext4_nonda_switch) every hole block of its
+//     folio range and fails whole, so a write near a full volume stops at
+//     a folio boundary with a short count (ENOSPC if nothing was
+//     written). The folio is what __filemap_get_folio makes of the
 //     write_begin length: the order of its size (from 8 KiB) up to 2 MiB,
-//     lowered to the alignment of the index. A failed write_begin that
-//     extended the file truncates the blocks past i_size
-//     (ext4_truncate_failed_write), and the write is tried again when that
-//     freed blocks (ext4_should_retry_alloc).
+//     lowered to the alignment of the page index. A failed write_begin
+//     keeps the holes it got inside i_size (zeroed), truncates what is
+//     past i_size when it extended the file (ext4_truncate_failed_write),
+//     and is retried by ext4_should_retry_alloc, with a new folio for the
+//     trimmed length when the truncate took the old one.
 //   - Delayed allocation's reservations are the kernel's dirty clusters;
-//     the Writer allocates at once, so it has none, and its free count is
-//     the kernel's free less dirty after a sync. ext4_nonda_switch (write
-//     time allocation when free space is low) decides whether the tree
-//     blocks of a write come from the reserve: the Writer follows it with
-//     the blocks the write itself has taken as the dirty count.
+//     the Writer allocates at once, so its free count is the kernel's
+//     free less dirty after a sync. It decides a write's folios on the
+//     kernel's counts (free, and dirty as the folios before are reserved)
+//     and then writes what was admitted in one go, as writeback does.
+//   - The page cache is modelled, not kept: every folio is made fresh,
+//     where the kernel reuses the folios it has cached.
 
 import (
 	"encoding/binary"
@@ -229,9 +233,10 @@ func (w *Writer) Statfs() unix.Statfs_t {
 
 // writeFolios is writeData as the kernel's page-cache write sees free
 // space (see the file comment): with room for every block of p above the
-// reserves, one writeData; else folio by folio, each admitted whole or
-// ending the write (a short count; ENOSPC if nothing was written). raw's
-// size grows with each folio; the caller writes raw.
+// reserves and the watermark, one writeData; else the folios admitted one
+// after the other, written together, then the failed one's aftermath and
+// retries, the count short at a folio boundary (ENOSPC if nothing was
+// written). raw's size grows with what is written; the caller writes raw.
 func (w *Writer) writeFolios(ino uint32, raw []byte, p []byte, off int64) (int, error) {
 	v := w.v
 	defer func() { w.aclass, w.tclass = allocNormal, allocNormal }()
