@@ -307,6 +307,10 @@ func mount(req vfs.MountRequest, logf func(string, ...any)) (vfs.FileSystem, err
 			return nil, err
 		}
 	}
+	if err := orphansReadOnly(req, b, opts.noload, logf); err != nil { // rwrecover.go
+		b.Release()
+		return nil, err
+	}
 	fs, err := newFS(req.Source, b, opts, logf)
 	if err == nil {
 		if err = opts.checkJournalOpts(fs.vol.compat&compatHasJournal != 0 && !opts.noload); err != nil {

@@ -174,6 +174,18 @@ type Writer struct {
 	// appendMu serialises Append's size read and write; taken before mu.
 	appendMu sync.Mutex
 
+	// Caller is who operations run for where the root-reserved blocks
+	// matter (rwspace.go); the zero value is root. Set it before the
+	// first operation.
+	Caller Caller
+	// aclass is what the running allocation may take, tclass what its
+	// extent tree blocks may (rwspace.go); allocNormal between
+	// operations. Under mu.
+	aclass, tclass allocClass
+	// maxFolio, when not 0, is one more than the largest folio order the
+	// write model assumes the page cache gets (rwspace.go).
+	maxFolio int
+
 	// Data and Errors are the data= and errors= modes (rwmodes.go); set
 	// them before the first operation.
 	Data   DataMode
@@ -213,7 +225,7 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 		}
 	}
 	// Refuse before any write, the replay's included.
-	if f := v.writeRefusal(j != nil); f != "" {
+	if f := v.writeRefusal(j != nil || opt.unreplayed); f != "" {
 		return nil, &FeatureError{Feature: f + " (read-write)"}
 	}
 	if j != nil && (v.incompat&incompatRecover != 0 || be.Uint32(j.sb[0x1C:]) != 0) {
@@ -238,7 +250,7 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 		}
 		j.seq = seq
 	}
-	if f := v.writeRefusal(j != nil); f != "" {
+	if f := v.writeRefusal(j != nil || opt.unreplayed); f != "" {
 		return nil, &FeatureError{Feature: f + " (read-write)"}
 	}
 	w := &Writer{v: v, dev: tx, tx: tx, j: j, Now: time.Now, bbm: map[uint32][]byte{}, ibm: map[uint32][]byte{}, orphan: map[uint32]bool{}, pendingFree: map[uint64]struct{}{}, CommitInterval: 5 * time.Second}

@@ -128,13 +128,14 @@ func (w *Writer) groupBlocks(g uint32) uint32 {
 // allocBlocks allocates up to n contiguous blocks, preferring goal
 // (mballoc's goal-directed simple case: the first free run at or after the
 // goal in its group, then the other groups in order). It returns the first
-// block and the count, at least 1, or ENOSPC.
+// block and the count, at least 1, or ENOSPC. The count is first lowered
+// to what the reserves allow (claim, rwspace.go: ext4_mb_new_blocks).
 func (w *Writer) allocBlocks(goal uint64, n uint32) (uint64, uint32, error) {
 	v := w.v
 	if n == 0 {
 		n = 1
 	}
-	if w.sbFreeBlocks() == 0 {
+	if w.sbFreeBlocks() == 0 || !w.claim(&n) {
 		return 0, 0, syscall.ENOSPC
 	}
 	if goal < v.firstData || goal >= v.blocks {

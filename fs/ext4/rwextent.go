@@ -228,7 +228,10 @@ func (w *Writer) xwriteBlock(x *xpath, blk uint64, b []byte) error {
 
 // xnewBlock allocates a tree block near goal and charges it to i_blocks.
 func (w *Writer) xnewBlock(x *xpath, goal uint64) (uint64, error) {
+	class := w.aclass
+	w.aclass = w.tclass // rwspace.go: what tree blocks may take
 	b, _, err := w.allocBlocks(goal, 1)
+	w.aclass = class
 	if err != nil {
 		return 0, err
 	}
@@ -356,7 +359,7 @@ func (w *Writer) xroomToSplit(x *xpath) error {
 		}
 		need++
 	}
-	if free := w.sbFreeBlocks(); free < need+uint64(len(w.pendingFree)) {
+	if free := w.sbFreeBlocks(); free < need+uint64(len(w.pendingFree)) || !w.hasFree(need, w.tclass) {
 		return syscall.ENOSPC
 	}
 	return nil

@@ -90,6 +90,10 @@ func (w *Writer) Fallocate(ino uint32, mode uint32, off, length int64) error {
 		// (ext4_ind_remove_space); preallocation needs extents.
 		return syscall.EOPNOTSUPP
 	}
+	if mode&^unix.FALLOC_FL_KEEP_SIZE == unix.FALLOC_FL_PUNCH_HOLE || mode == unix.FALLOC_FL_COLLAPSE_RANGE || mode == unix.FALLOC_FL_INSERT_RANGE {
+		// Their extent splits pass METADATA_NOFAIL (rwspace.go).
+		w.tclass = allocReserved
+	}
 	if mode == unix.FALLOC_FL_COLLAPSE_RANGE || mode == unix.FALLOC_FL_INSERT_RANGE {
 		if err := w.shiftRange(ino, raw, off, length, mode == unix.FALLOC_FL_INSERT_RANGE); err != nil {
 			w.putInode(ino, raw)

@@ -227,7 +227,7 @@ func (w *Writer) WriteAt(ino uint32, p []byte, off int64) (int, error) {
 		}
 	}
 	if n == 0 {
-		n, err = w.writeData(ino, raw, p, off)
+		n, err = w.writeFolios(ino, raw, p, off) // rwspace.go
 	}
 	if n > 0 {
 		if end := uint64(off) + uint64(n); end > iSize(raw) {
@@ -397,7 +397,9 @@ func (w *Writer) Truncate(ino uint32, size int64) error {
 		return w.putInode(ino, raw)
 	}
 	// ext4_setattr truncates at an unchanged size too, dropping blocks
-	// preallocated past the end (fallocate KEEP_SIZE).
+	// preallocated past the end (fallocate KEEP_SIZE). Splits take the
+	// reserve (ext4_ext_remove_space's METADATA_NOFAIL).
+	w.tclass = allocReserved
 	if uint64(size) <= iSize(raw) {
 		if err := w.cutBlocks(ino, raw, uint64(size)); err != nil {
 			return err

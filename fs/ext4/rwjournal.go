@@ -200,6 +200,7 @@ func (w *Writer) writeChunks(ino uint32, p []byte, off int64, chunk int) (int, e
 // Close commit too. A failed commit makes the Writer refuse further
 // changes (errors=remount-ro).
 func (w *Writer) unlock() {
+	w.aclass, w.tclass = allocNormal, allocNormal
 	if !w.Batch || len(w.tx.over) >= w.commitBlocks() || w.Now().Sub(w.lastCommit) >= w.CommitInterval {
 		w.commitOrFail()
 	}

@@ -155,25 +155,10 @@ func (fs *rwFS) Shutdown() error {
 	return err
 }
 
-// Statfs implements vfs.Statfser from the Writer's live counts.
+// Statfs implements vfs.Statfser: ext4_statfs from the Writer's live
+// counts (Writer.Statfs, rwspace.go).
 func (fs *rwFS) Statfs() (unix.Statfs_t, error) {
-	var st unix.Statfs_t
-	err := fs.w.View(func(v *Volume) error {
-		info := v.Info()
-		st = unix.Statfs_t{
-			Type:    0xEF53,
-			Bsize:   int64(info.BlockSize),
-			Blocks:  info.Blocks,
-			Bfree:   info.FreeBlocks,
-			Bavail:  info.FreeBlocks,
-			Files:   uint64(info.Inodes),
-			Ffree:   uint64(info.FreeInodes),
-			Namelen: 255,
-			Frsize:  int64(info.BlockSize),
-		}
-		return nil
-	})
-	return st, err
+	return fs.w.Statfs(), nil
 }
 
 // node returns inode ino's node, of the type mode gives.

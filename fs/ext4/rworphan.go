@@ -93,6 +93,9 @@ func (w *Writer) cleanupOrphans() error {
 			return err
 		}
 		if iLinks(raw) == 0 {
+			if w.iBlocks(raw) != 0 {
+				touch(raw, w.Now(), tMtime, tCtime) // ext4_evict_inode's ext4_truncate
+			}
 			if err := w.releaseInode(ino, raw, iMode(raw)&S_IFMT == S_IFDIR); err != nil {
 				return err
 			}

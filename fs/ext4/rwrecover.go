@@ -57,6 +57,67 @@ func recoverReadOnly(req vfs.MountRequest, b *vfs.Backing, logf func(string, ...
 	return nil
 }
 
+// orphansReadOnly processes the orphan list of the volume on b, the
+// read-only source of an "ro" mount, as ext4_orphan_cleanup does on a
+// read-only mount (it clears SB_RDONLY for the cleanup): unless the list
+// is empty, the device is read-only ("write access unavailable, skipping
+// orphan cleanup"), or the volume has errors (the list is kept). noload
+// does not stop it (measured on the kernel here: the cleanup then runs
+// without the journal). req.Source is opened O_RDWR for the cleanup only,
+// through a Writer (the journal replayed first unless noload). A volume
+// the Writer cannot write is left alone, with a message.
+func orphansReadOnly(req vfs.MountRequest, b *vfs.Backing, noload bool, logf func(string, ...any)) error {
+	dev, ok := block.Of(b.Handle())
+	if !ok {
+		return nil // newFS refuses it (ENOTBLK)
+	}
+	bd := backingDevice{b: b, size: block.ReadEnd(dev)}
+	if bd.Size() < sbOffset+sbSize {
+		return nil
+	}
+	sb := make([]byte, sbSize)
+	if err := readFull(bd, sb, sbOffset); err != nil {
+		return err
+	}
+	if le16(sb, 0x38) != sbMagic || le32(sb, sbLastOrphan) == 0 {
+		return nil
+	}
+	if dev.ReadOnly() {
+		logf("write access unavailable, skipping orphan cleanup")
+		return nil
+	}
+	if le16(sb, 0x3A)&stateErrorFS != 0 {
+		return nil // ext4_orphan_cleanup: "don't clear list on RO mount w/ errors"
+	}
+	logf("orphan cleanup on readonly fs")
+	fd, err := req.Proc.Open(req.Source, unix.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	wb, err := req.Proc.Backing(fd)
+	req.Proc.Close(fd)
+	if err != nil {
+		return err
+	}
+	defer wb.Release()
+	w, err := OpenWriter(backingWDevice{backingDevice{b: wb, size: block.ReadEnd(dev)}}, Options{Logf: logf, NoLoad: noload, unreplayed: noload})
+	var fe *FeatureError
+	if errors.As(err, &fe) {
+		logf("ext4: orphan cleanup skipped: %v", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := wb.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	return nil
+}
+
 // NeedsRecovery reports whether dev holds an ext2/3/4 volume with an
 // internal journal whose superblock asks for recovery (has_journal and
 // needs_recovery). It reads the superblock only.

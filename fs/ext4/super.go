@@ -104,6 +104,10 @@ type Options struct {
 	// refused), changes written in place without a log. Open never
 	// replays.
 	NoLoad bool
+	// unreplayed lets OpenWriter with NoLoad open a volume that needs
+	// recovery: a read-only noload mount's orphan cleanup, which the
+	// kernel runs on the volume as it is (rwrecover.go).
+	unreplayed bool
 }
 
 // Volume is an open, read-only ext2/3/4 file system. All its methods are
