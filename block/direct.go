@@ -16,10 +16,14 @@ import (
 // some of its bytes may have been overwritten. It costs a few nanoseconds
 // over dst.CopyOut.
 func CopyOut(dst *iov.Iter, src []byte) (n int, err error) {
-	// One deferred function restores the flag and recovers: with two
-	// defers the guard cost about twice as much.
+	// One deferred function, which does nothing unless the copy panicked
+	// (n still -1): the flag is restored on the way out instead.
 	old := debug.SetPanicOnFault(true)
+	n = -1
 	defer func() {
+		if n >= 0 {
+			return
+		}
 		debug.SetPanicOnFault(old)
 		if r := recover(); r != nil {
 			if _, ok := r.(interface{ Addr() uintptr }); !ok {
@@ -28,7 +32,9 @@ func CopyOut(dst *iov.Iter, src []byte) (n int, err error) {
 			n, err = 0, errEIO
 		}
 	}()
-	return dst.CopyOut(src), nil
+	n = dst.CopyOut(src)
+	debug.SetPanicOnFault(old)
+	return n, nil
 }
 
 // Copy is CopyOut for one destination buffer: it copies src, a view
@@ -37,7 +43,11 @@ func CopyOut(dst *iov.Iter, src []byte) (n int, err error) {
 // iterator.
 func Copy(dst, src []byte) (n int, err error) {
 	old := debug.SetPanicOnFault(true)
+	n = -1 // as in CopyOut
 	defer func() {
+		if n >= 0 {
+			return
+		}
 		debug.SetPanicOnFault(old)
 		if r := recover(); r != nil {
 			if _, ok := r.(interface{ Addr() uintptr }); !ok {
@@ -46,5 +56,7 @@ func Copy(dst, src []byte) (n int, err error) {
 			n, err = 0, errEIO
 		}
 	}()
-	return copy(dst, src), nil
+	n = copy(dst, src)
+	debug.SetPanicOnFault(old)
+	return n, nil
 }
