@@ -21,15 +21,9 @@ func CopyOut(dst *iov.Iter, src []byte) (n int, err error) {
 	old := debug.SetPanicOnFault(true)
 	n = -1
 	defer func() {
-		if n >= 0 {
-			return
-		}
-		debug.SetPanicOnFault(old)
-		if r := recover(); r != nil {
-			if _, ok := r.(interface{ Addr() uintptr }); !ok {
-				panic(r)
-			}
-			n, err = 0, errEIO
+		if n < 0 { // the copy panicked
+			debug.SetPanicOnFault(old)
+			n, err = 0, Fault(recover())
 		}
 	}()
 	n = dst.CopyOut(src)
@@ -45,18 +39,23 @@ func Copy(dst, src []byte) (n int, err error) {
 	old := debug.SetPanicOnFault(true)
 	n = -1 // as in CopyOut
 	defer func() {
-		if n >= 0 {
-			return
-		}
-		debug.SetPanicOnFault(old)
-		if r := recover(); r != nil {
-			if _, ok := r.(interface{ Addr() uintptr }); !ok {
-				panic(r)
-			}
-			n, err = 0, errEIO
+		if n < 0 { // the copy panicked
+			debug.SetPanicOnFault(old)
+			n, err = 0, Fault(recover())
 		}
 	}()
 	n = copy(dst, src)
 	debug.SetPanicOnFault(old)
 	return n, nil
+}
+
+// Fault is the error for what recover returned after a guarded copy
+// panicked: EIO for a memory fault (the runtime's error with an Addr
+// method, under debug.SetPanicOnFault); any other panic goes on. It is
+// for a driver that inlines the guard of Copy on its hottest path.
+func Fault(r any) error {
+	if _, ok := r.(interface{ Addr() uintptr }); !ok {
+		panic(r)
+	}
+	return errEIO
 }
