@@ -165,7 +165,7 @@ func (h *handle) Read(p []byte, off int64) (n int, err error) {
 	// as block.Copy guards it (a fault gives EIO), which saves a call. An
 	// empty cache misses, and so does an inline_data file (never cached).
 	if fs := h.fs; fs.mem != nil && len(p) > 0 {
-		bits := fs.bsBits & 63 // 10 to 16; the mask spares the shifts Go's test for >= 64
+		bits := fs.bsBits & 63 // 10 to 16; masked, the shifts skip Go's test for counts of 64 or more
 		pos := uint64(off)
 		r, ok := h.c.lookup(pos >> bits)
 		if ok && (pos+uint64(len(p)-1))>>bits-r.logical < r.length && !r.zeros() {
