@@ -32,11 +32,18 @@ const daxSeedReads = 1 << 26
 // in total per variant, split across them.
 const daxRounds = 10
 
+// daxTurns is the default number of turns a round is split into (about
+// 2,100 reads, 0.1 to 0.5 ms, per turn). Timed a whole variant's round
+// apart (5 to 25 ms), read and memcpy met different shares of the
+// machine's memory bandwidth and their per-round ratios scattered by
+// +-30%; turns pair them within a turn of each other.
+const daxTurns = 50
+
 var daxExperiment = &Experiment{
 	Name:     "dax",
 	Summary:  "the ext4-dax \"Expense of read_iter\" experiment: 4 KiB reads of a file on ext4 mounted with dax, through each read path",
 	Baseline: "read",
-	Defaults: Params{Loops: daxRounds, Ops: (1<<20 + daxRounds - 1) / daxRounds, Size: 4096},
+	Defaults: Params{Loops: daxRounds, Ops: (1<<20 + daxRounds - 1) / daxRounds, Size: 4096, Turns: daxTurns},
 	Unit:     "reads",
 	Describe: func(p Params) string {
 		return fmt.Sprintf("%d preads of %d B (%s, wrapping) from a %s file on ext4 (mke2fs -d, ImportFile, /dev/loop0, mount -o dax); %d reads per variant in all",
@@ -71,6 +78,32 @@ type daxEnv struct {
 	img      string
 	fileSize int64
 	offs     []int64 // the offsets of one round's reads, the same for every variant
+	seq      bool    // offs[i] is i%slots blocks of --size in
+	slots    int
+	enrolled int // variants set up so far (enroll)
+	// buf is every variant's destination: the variants run one at a time,
+	// and with one buffer each they differed by where their buffers fell
+	// in the caches, which changed from run to run.
+	buf []byte
+}
+
+// enroll counts a variant in and returns the function that gives its
+// first index into offs, for its first Run, once every variant has
+// enrolled: the variants start evenly spread over the offsets (for seq,
+// over the file), so that when they alternate in turns no turn reads what
+// the turn before it has just brought into the cache. (At 64 MiB the
+// second of two turns over the same 8 MiB found much of it in L3 and took
+// half the time.) Each still reads every offset in turn.
+func (env *daxEnv) enroll() func() int {
+	k := env.enrolled
+	env.enrolled++
+	return func() int {
+		period := len(env.offs)
+		if env.seq {
+			period = min(period, env.slots)
+		}
+		return k * period / env.enrolled
+	}
 }
 
 // parseSize reads "4096", "64M", "1G".
@@ -149,8 +182,8 @@ func daxSetup(p Params) (any, func() error, error) {
 	}
 	os.Remove(filepath.Join(src, "file"))
 
-	env := &daxEnv{img: img, fileSize: size, offs: make([]int64, p.Ops)}
 	slots := size / int64(p.Size)
+	env := &daxEnv{img: img, fileSize: size, offs: make([]int64, p.Ops), seq: pattern == "seq", slots: int(min(slots, 1<<40)), buf: make([]byte, p.Size)}
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range env.offs {
 		if pattern == "seq" {
@@ -222,8 +255,27 @@ func daxVFS(opt string) func(Params, any) (Op, error) {
 			p.Unmount("/mnt", 0)
 			return Op{}, err
 		}
+		// The loop calls Pread itself, as daxMemcpy's calls copy: a
+		// function value between them would be the harness's cost.
+		buf := env.buf
+		start := env.enroll()
+		i := -1
+		run := func(n int) error {
+			if i < 0 {
+				i = start()
+			}
+			for range n {
+				if m, err := p.Pread(fd, buf, env.offs[i]); m != len(buf) {
+					return shortRead(m, len(buf), err)
+				}
+				if i++; i == len(env.offs) {
+					i = 0
+				}
+			}
+			return nil
+		}
 		return Op{
-			Run: preadLoop(func(b []byte, off int64) (int, error) { return p.Pread(fd, b, off) }, env.offs, prm.Size),
+			Run: run,
 			Close: func() error {
 				p.Close(fd)
 				return p.Unmount("/mnt", 0)
@@ -235,9 +287,17 @@ func daxVFS(opt string) func(Params, any) (Op, error) {
 // preadLoop returns a Run that reads size bytes at the offsets in offs in
 // turn, continuing across rounds where the last round stopped.
 func preadLoop(pread func([]byte, int64) (int, error), offs []int64, size int) func(int) error {
-	buf := make([]byte, size)
-	i := 0
+	return preadLoopFrom(pread, offs, make([]byte, size), func() int { return 0 })
+}
+
+// preadLoopFrom is preadLoop into buf, starting at offs[start()], asked at
+// the first Run.
+func preadLoopFrom(pread func([]byte, int64) (int, error), offs []int64, buf []byte, start func() int) func(int) error {
+	i := -1
 	return func(n int) error {
+		if i < 0 {
+			i = start()
+		}
 		for range n {
 			if m, err := pread(buf, offs[i]); m != len(buf) {
 				return shortRead(m, len(buf), err)
@@ -252,7 +312,11 @@ func preadLoop(pread func([]byte, int64) (int, error), offs []int64, size int) f
 
 // daxMemcpy copies each range straight out of the loop device's mapping
 // (block.DirectAccessor), with the file's block map looked up in a table
-// made at set-up: what a read costs without a file system.
+// made at set-up: what a read costs without a file system. It copies as
+// the production path does, one copy per extent into the same kind of
+// buffer, and finds the run with a shift and a mask
+// (the block size is a power of two; an integer divide here cost more
+// than the file system's lookup).
 func daxMemcpy(prm Params, e any) (Op, error) {
 	env := e.(*daxEnv)
 	m, err := newDaxMachine(env)
@@ -272,20 +336,25 @@ func daxMemcpy(prm Params, e any) (Op, error) {
 		closeAll()
 		return Op{}, err
 	}
-	phys, bs, err := blockTable(mem, "file")
+	runs, bits, err := blockTable(mem, "file")
 	if err != nil {
 		closeAll()
 		return Op{}, err
 	}
-	buf := make([]byte, prm.Size)
-	i := 0
+	mask := int64(1)<<bits - 1
+	buf := env.buf
+	start := env.enroll()
+	i := -1
 	run := func(n int) error {
+		if i < 0 {
+			i = start()
+		}
 		for range n {
 			off := env.offs[i]
 			for done := 0; done < len(buf); {
 				pos := off + int64(done)
-				within := pos % bs
-				k := copy(buf[done:], mem[phys[pos/bs]+within:][:min(int64(len(buf)-done), bs-within)])
+				r := runs[pos>>bits]
+				k := copy(buf[done:], mem[r.dev+pos&mask:][:min(int64(len(buf)-done), r.end-pos)])
 				done += k
 			}
 			if i++; i == len(env.offs) {
@@ -296,6 +365,10 @@ func daxMemcpy(prm Params, e any) (Op, error) {
 	}
 	return Op{Run: run, Close: closeAll}, nil
 }
+
+// blockRun is where one block of the file lives: its device offset, and
+// the file offset where the extent holding it ends.
+type blockRun struct{ dev, end int64 }
 
 // deviceMemory returns a view of the whole block device behind b.
 func deviceMemory(b *vfs.Backing) ([]byte, error) {
@@ -318,9 +391,11 @@ func deviceMemory(b *vfs.Backing) ([]byte, error) {
 	return mem, nil
 }
 
-// blockTable returns the device offset of every block of the file called
-// name in the root directory of the ext4 volume in mem, and the block size.
-func blockTable(mem []byte, name string) ([]int64, int64, error) {
+// blockTable returns, for every block of the file called name in the
+// root directory of the ext4 volume in mem, its device offset and the end
+// of its extent (the run a production read copies in one piece), and the
+// log2 of the block size.
+func blockTable(mem []byte, name string) ([]blockRun, uint, error) {
 	v, err := ext4.Open(ext4.BytesDevice(mem), ext4.Options{})
 	if err != nil {
 		return nil, 0, err
@@ -338,8 +413,12 @@ func blockTable(mem []byte, name string) ([]int64, int64, error) {
 		return nil, 0, err
 	}
 	bs := int64(v.BlockSize())
-	phys := make([]int64, (int64(in.Size)+bs-1)/bs)
-	for l := uint64(0); l < uint64(len(phys)); {
+	bits := uint(0)
+	for bs>>bits > 1 {
+		bits++
+	}
+	runs := make([]blockRun, (int64(in.Size)+bs-1)/bs)
+	for l := uint64(0); l < uint64(len(runs)); {
 		m, err := v.MapBlocks(in, nil, l)
 		if err != nil {
 			return nil, 0, err
@@ -347,11 +426,12 @@ func blockTable(mem []byte, name string) ([]int64, int64, error) {
 		if m.Hole || m.Unwritten {
 			return nil, 0, fmt.Errorf("%s has a hole at block %d", name, l)
 		}
-		for ; l < m.Logical+m.Len && l < uint64(len(phys)); l++ {
-			phys[l] = int64(m.Physical+(l-m.Logical)) * bs
+		end := min(int64(m.Logical+m.Len)*bs, int64(in.Size))
+		for ; l < m.Logical+m.Len && l < uint64(len(runs)); l++ {
+			runs[l] = blockRun{dev: int64(m.Physical+(l-m.Logical)) * bs, end: end}
 		}
 	}
-	return phys, bs, nil
+	return runs, bits, nil
 }
 
 // daxHost mounts the same image read-only in the host kernel, through a
@@ -371,7 +451,7 @@ func daxHost(prm Params, e any) (Op, error) {
 		return Op{}, err
 	}
 	return Op{
-		Run: preadLoop(func(b []byte, off int64) (int, error) { return unix.Pread(fd, b, off) }, env.offs, prm.Size),
+		Run: preadLoopFrom(func(b []byte, off int64) (int, error) { return unix.Pread(fd, b, off) }, env.offs, env.buf, env.enroll()),
 		Close: func() error {
 			unix.Close(fd)
 			return hm.close()
@@ -492,13 +572,13 @@ func daxTable(w io.Writer, res *Result) {
 			if v.Name == base {
 				continue
 			}
-			r, _ := PairedRatio(v.NsPerOpRounds(), bv.NsPerOpRounds(), 0.95, 1000, 1)
+			r, _ := RoundRatios(v, bv, 0.95, 1000, 1)
 			fmt.Fprintf(w, " %s %s", v.Name, fmtRatio(r))
 		}
 		fmt.Fprintln(w)
 	}
 	if h, r := res.Variant("host"), res.Variant("read"); h != nil && r != nil {
-		x, _ := PairedRatio(h.NsPerOpRounds(), r.NsPerOpRounds(), 0.95, 1000, 1)
+		x, _ := RoundRatios(h, r, 0.95, 1000, 1)
 		fmt.Fprintf(w, "iovfs read is %.1fx as fast as the host kernel's pread on the same file\n", x)
 	}
 }

@@ -85,3 +85,45 @@ func TestDaxFlags(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDax runs the dax experiment's variants (the same Setup and Run
+// as iovfs bench dax) as Go benchmarks, for benchstat and for callgrind's
+// instruction counts: 4 KiB sequential preads of a 1 MiB file (cached) and
+// a 64 MiB one.
+func BenchmarkDax(b *testing.B) {
+	if _, err := exec.LookPath("mke2fs"); err != nil {
+		b.Skip("mke2fs (e2fsprogs) is not installed")
+	}
+	e := Lookup("dax")
+	for _, size := range []string{"1M", "64M"} {
+		b.Run(size, func(b *testing.B) {
+			p, _, err := e.resolve(Params{Extra: map[string]string{"file-size": size}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			env, cleanup, err := e.Setup(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cleanup()
+			for _, v := range e.Variants {
+				if v.Name == "host" {
+					continue
+				}
+				b.Run(v.Name, func(b *testing.B) {
+					op, err := v.Setup(p, env)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer op.Close()
+					b.SetBytes(int64(p.Size))
+					b.ReportAllocs()
+					b.ResetTimer()
+					if err := op.Run(b.N); err != nil {
+						b.Fatal(err)
+					}
+				})
+			}
+		})
+	}
+}

@@ -18,6 +18,15 @@
 // Mallocs is the variant's allocations (the harness starts no goroutines,
 // so nothing else allocates meanwhile). Variants reuse their buffers.
 //
+// With Params.Turns above 1 (dax: 50), a measured round is split: the
+// variants take turns of Ops/Turns operations, alternating turn by turn
+// in the round's order, each turn timed alone and the heap counters read
+// between turns; a variant's round time is the sum of its turns, and its
+// ratio to another variant in that round is the median of the
+// turn-by-turn ratios. On a shared machine the memory bandwidth a
+// variant gets changes within milliseconds, so a round-long pairing
+// compares different conditions; turns pair within a fraction of one.
+//
 // [Options].ThreadCPU times the rounds by the measuring thread's CPU time
 // instead (iovfs bench --clock thread), which leaves out the time the
 // thread is descheduled on a busy machine; it is for experiments whose
@@ -72,6 +81,7 @@
 //	    "loops": 10,              // measured rounds (warm-up excluded)
 //	    "ops_per_round": 100000,  // operations per variant per round
 //	    "size": 1,                // bytes per operation
+//	    "turns": 1,               // turns per variant per round (Params.Turns)
 //	    "extra": {"pattern": "seq"},  // experiment-specific flags; omitted if none
 //	    "lock_os_thread": false,
 //	    "clock": "wall",          // or "thread-cpu" (Options.ThreadCPU, --clock thread)

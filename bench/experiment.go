@@ -100,6 +100,14 @@ type Params struct {
 	Ops int
 	// Size is the bytes per operation.
 	Size int
+	// Turns, if more than 1, splits each measured round: the variants
+	// take turns of Ops/Turns operations each, in the round's order,
+	// until each has done Ops, and a variant's ratio to another in that
+	// round is the median of the turn-by-turn ratios. The pairs are then
+	// timed a turn apart rather than a whole variant's round apart, so
+	// contention that changes within a round (the memory bandwidth a
+	// shared machine leaves) meets both alike. 0 or 1: one turn.
+	Turns int
 	// Variants to run, by name; empty means all.
 	Variants []string
 	// Extra holds the experiment's own flags (Experiment.Flags).
@@ -164,8 +172,14 @@ func (e *Experiment) resolve(p Params) (Params, []*Variant, error) {
 	if p.Size == 0 {
 		p.Size = e.Defaults.Size
 	}
+	if p.Turns == 0 { // the default, at most one turn per operation
+		p.Turns = max(min(e.Defaults.Turns, p.Ops), 1)
+	}
 	if p.Loops < 1 || p.Ops < 1 || p.Size < 1 {
 		return p, nil, fmt.Errorf("%s: loops, ops and size must be at least 1 (have %d, %d, %d)", e.Name, p.Loops, p.Ops, p.Size)
+	}
+	if p.Turns < 1 || p.Turns > p.Ops {
+		return p, nil, fmt.Errorf("%s: turns must be from 1 to the operations per round, %d (have %d)", e.Name, p.Ops, p.Turns)
 	}
 	extra := make(map[string]string, len(e.Flags))
 	for _, f := range e.Flags {

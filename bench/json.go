@@ -22,6 +22,7 @@ type ExperimentJSON struct {
 	Loops        int               `json:"loops"`
 	OpsPerRound  int               `json:"ops_per_round"`
 	Size         int               `json:"size"`
+	Turns        int               `json:"turns"`
 	Extra        map[string]string `json:"extra,omitempty"`
 	LockOSThread bool              `json:"lock_os_thread"`
 	// Clock is what timed the rounds: "wall" or "thread-cpu".
@@ -79,6 +80,7 @@ func (res *Result) JSON() ExperimentJSON {
 		Loops:        res.Params.Loops,
 		OpsPerRound:  res.Params.Ops,
 		Size:         res.Params.Size,
+		Turns:        res.Params.Turns,
 		Extra:        res.Params.Extra,
 		LockOSThread: res.LockOSThread,
 		Clock:        map[bool]string{false: "wall", true: "thread-cpu"}[res.ThreadCPU],

@@ -25,6 +25,9 @@ func Header(e *Experiment, p Params, o Options) string {
 	fmt.Fprintf(&b, "== %s: %s\n", e.Name, e.Summary)
 	fmt.Fprintf(&b, "each round: every variant does %s\n", what)
 	fmt.Fprintf(&b, "%d rounds after 1 warm-up round (round 0, discarded); the order of the variants rotates each round\n", p.Loops)
+	if p.Turns > 1 {
+		fmt.Fprintf(&b, "each measured round in %d turns of about %d %s per variant, the variants alternating turn by turn; a round's ratio is the median of its turn-by-turn ratios\n", p.Turns, p.Ops/p.Turns, e.Unit)
+	}
 	lock := "off"
 	if o.LockOSThread {
 		lock = "on"

@@ -71,6 +71,11 @@ type VariantResult struct {
 	// Allocs and Bytes are the heap allocations (count and bytes) made
 	// during each measured round.
 	Allocs, Bytes []uint64
+	// Turns holds, when Params.Turns > 1, each measured round's turns'
+	// times (Rounds[i] is the sum of Turns[i]), and TurnOps the
+	// operations of each turn (the same in every round).
+	Turns   [][]time.Duration
+	TurnOps []int
 
 	// NsPerOp is the median over rounds of the time per operation, CI its
 	// bootstrap interval, and Min and Max the extreme rounds.
@@ -194,6 +199,30 @@ func Run(e *Experiment, p Params, o Options) (res *Result, err error) {
 	rwidth := len(fmt.Sprint(p.Loops))
 	total := (p.Loops + 1) * len(rs)
 	for round := 0; round <= p.Loops; round++ {
+		if round > 0 && p.Turns > 1 {
+			if o.Progress != nil {
+				fmt.Fprintf(o.Progress, "\r\033[K%s: %s, %d turns (%d%%)", e.Name, roundName(round, p.Loops), p.Turns, 100*round*len(rs)/total)
+			}
+			vrs := make([]*VariantResult, len(rs))
+			ops := make([]func(int) error, len(rs))
+			for j := range rs {
+				x := rs[(round+j)%len(rs)]
+				vrs[j], ops[j] = x.r, x.op.Run
+			}
+			if err := measureTurns(vrs, ops, p.Ops, p.Turns); err != nil {
+				return nil, fmt.Errorf("%s: round %d: %w", e.Name, round, err)
+			}
+			if o.Progress != nil {
+				fmt.Fprint(o.Progress, "\r\033[K")
+			}
+			if o.Rounds != nil {
+				for _, r := range vrs {
+					d := r.Rounds[len(r.Rounds)-1]
+					fmt.Fprintf(o.Rounds, "%-*s  %*d:spending %s  (%s ns/op, %d turns)\n", width, r.Name, rwidth, round, seedSeconds(d), fmtNs(float64(d.Nanoseconds())/float64(p.Ops)), p.Turns)
+				}
+			}
+			continue
+		}
 		for j := range rs {
 			x := rs[(round+j)%len(rs)]
 			if o.Progress != nil {
@@ -251,6 +280,61 @@ func measure(run func(int) error, n, warm int) (d time.Duration, allocs, bytes u
 	return d, m1.Mallocs - m0.Mallocs, m1.TotalAlloc - m0.TotalAlloc, err
 }
 
+// measureTurns runs one measured round in turns: after settling the
+// heap, the variants (vrs, in the round's order, with their ops) take
+// turns of ops/turns operations, the first ops%turns turns one more, and
+// each turn is timed alone. The allocation counters are read between
+// turns, outside the timed spans, so each turn's allocations are its
+// variant's. It appends each variant's round (the sum of its turns), its
+// turns and its allocations.
+func measureTurns(vrs []*VariantResult, ops []func(int) error, n, turns int) error {
+	// Everything the loop stores into is allocated here, before the
+	// counters are first read.
+	ds := make([][]time.Duration, len(vrs))
+	for j := range ds {
+		ds[j] = make([]time.Duration, turns)
+	}
+	allocs, bytes := make([]uint64, len(vrs)), make([]uint64, len(vrs))
+	turnOps := make([]int, turns)
+	for t := range turnOps {
+		turnOps[t] = n / turns
+		if t < n%turns {
+			turnOps[t]++
+		}
+	}
+	settle()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	mallocs, total := m.Mallocs, m.TotalAlloc
+	for t, k := range turnOps {
+		for j, run := range ops {
+			start := clock()
+			err := run(k)
+			d := clock().Sub(start)
+			runtime.ReadMemStats(&m)
+			if err != nil {
+				return fmt.Errorf("%s: turn %d: %w", vrs[j].Name, t, err)
+			}
+			ds[j][t] = d
+			allocs[j] += m.Mallocs - mallocs
+			bytes[j] += m.TotalAlloc - total
+			mallocs, total = m.Mallocs, m.TotalAlloc
+		}
+	}
+	for j, r := range vrs {
+		var sum time.Duration
+		for _, d := range ds[j] {
+			sum += d
+		}
+		r.Rounds = append(r.Rounds, sum)
+		r.Turns = append(r.Turns, ds[j])
+		r.TurnOps = turnOps
+		r.Allocs = append(r.Allocs, allocs[j])
+		r.Bytes = append(r.Bytes, bytes[j])
+	}
+	return nil
+}
+
 // clock is what measure and measureQuick time rounds with: the wall
 // clock, or threadClock while a run with Options.ThreadCPU is under way
 // (one run at a time: Run is not called concurrently).
@@ -305,14 +389,33 @@ func (res *Result) ratios() {
 	if base == nil {
 		return
 	}
-	b := base.NsPerOpRounds()
 	for _, v := range res.Variants {
 		if v == base {
 			continue
 		}
-		m, ci := PairedRatio(v.NsPerOpRounds(), b, Level, Resamples, bootstrapSeed)
+		m, ci := RoundRatios(v, base, Level, Resamples, bootstrapSeed)
 		res.Ratios = append(res.Ratios, Ratio{A: v.Name, B: base.Name, Median: m, CI: ci})
 	}
+}
+
+// RoundRatios is [PairedRatio] of a's rounds to b's: the median of the
+// per-round ratios and its bootstrap interval over rounds. A round run in
+// turns contributes the median of its turn-by-turn ratios, not the ratio
+// of its totals.
+func RoundRatios(a, b *VariantResult, level float64, resamples int, seed uint64) (float64, Interval) {
+	n := min(len(a.Turns), len(b.Turns))
+	if n == 0 || len(a.TurnOps) != len(b.TurnOps) {
+		return PairedRatio(a.NsPerOpRounds(), b.NsPerOpRounds(), level, resamples, seed)
+	}
+	per := make([]float64, n)
+	r := make([]float64, len(a.TurnOps))
+	for i := range n {
+		for t := range r {
+			r[t] = float64(a.Turns[i][t]) / float64(b.Turns[i][t]) * float64(b.TurnOps[t]) / float64(a.TurnOps[t])
+		}
+		per[i] = Median(r)
+	}
+	return Median(per), BootstrapMedianCI(per, level, resamples, seed)
 }
 
 // Variant returns the named variant's result, or nil if it did not run.

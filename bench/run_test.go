@@ -305,3 +305,61 @@ func TestThreadCPUClock(t *testing.T) {
 		}
 	}
 }
+
+// TestRunTurns: with Params.Turns, a measured round is done in turns that
+// alternate between the variants in the round's order, each variant's
+// round is the sum of its turns, the operations add up to Ops, the
+// allocations are the allocating variant's alone, and a round's ratio is
+// the median of its turn ratios.
+func TestRunTurns(t *testing.T) {
+	order := make([]string, 0, 64) // the recording must not allocate in a turn
+	e := toyExperiment(&order)
+	res, err := Run(e, Params{Ops: 103, Turns: 5, Variants: []string{"one", "four", "alloc"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Warm-up: each variant once; then per round 5 turns of the 3.
+	if len(order) != 3+3*5*3 {
+		t.Fatalf("%d runs, want %d: %v", len(order), 3+3*5*3, order)
+	}
+	round1 := strings.Join(order[3:9], " ")
+	if want := "four alloc one four alloc one"; round1 != want {
+		t.Errorf("round 1 begins %q, want %q", round1, want)
+	}
+	for _, v := range res.Variants {
+		if len(v.Turns) != 3 || len(v.TurnOps) != 5 {
+			t.Fatalf("%s: %d rounds of turns, %d turns", v.Name, len(v.Turns), len(v.TurnOps))
+		}
+		ops := 0
+		for _, k := range v.TurnOps {
+			ops += k
+		}
+		if ops != 103 || v.TurnOps[0] != 21 || v.TurnOps[4] != 20 {
+			t.Errorf("%s: turns of %v ops", v.Name, v.TurnOps)
+		}
+		for i, ts := range v.Turns {
+			var sum time.Duration
+			for _, d := range ts {
+				sum += d
+			}
+			if sum != v.Rounds[i] {
+				t.Errorf("%s: round %d is %v, its turns add up to %v", v.Name, i, v.Rounds[i], sum)
+			}
+		}
+	}
+	if a := res.Variant("alloc").AllocsPerOp; a < 0.99 || a > 1.01 {
+		t.Errorf("alloc: %v allocs/op, want 1", a)
+	}
+	for _, name := range []string{"one", "four"} {
+		if a := res.Variant(name).AllocsPerOp; a != 0 {
+			t.Errorf("%s: %v allocs/op, want 0 (another variant's allocations counted?)", name, a)
+		}
+	}
+	// The ratio is computed from the turns: made-up turn times give a
+	// known median.
+	a := &VariantResult{Turns: [][]time.Duration{{2, 2, 30}, {3, 3, 3}}, TurnOps: []int{1, 1, 1}, Rounds: []time.Duration{34, 9}, ops: 3}
+	b := &VariantResult{Turns: [][]time.Duration{{1, 1, 1}, {1, 1, 1}}, TurnOps: []int{1, 1, 1}, Rounds: []time.Duration{3, 3}, ops: 3}
+	if m, _ := RoundRatios(a, b, Level, 100, 1); m != 2.5 {
+		t.Errorf("RoundRatios = %v, want 2.5 (the median of the per-round medians 2 and 3)", m)
+	}
+}

@@ -19,6 +19,7 @@ import (
 // benchFlags are the flags of "iovfs bench".
 type benchFlags struct {
 	loops, reads, size int
+	turns              int
 	variants           string
 	json, plot, format string
 	lock               bool
@@ -36,6 +37,7 @@ func newBenchFlagSet(f *benchFlags) *flag.FlagSet {
 	fs.IntVar(&f.loops, "loops", 0, "")
 	fs.IntVar(&f.reads, "reads", 0, "")
 	fs.IntVar(&f.size, "size", 0, "")
+	fs.IntVar(&f.turns, "turns", 0, "")
 	fs.StringVar(&f.variants, "variants", "", "")
 	fs.StringVar(&f.json, "json", "", "")
 	fs.StringVar(&f.plot, "plot", "", "")
@@ -87,6 +89,7 @@ func benchUsage(w io.Writer) {
 		{"--loops N", "measured rounds; one warm-up round more is run and discarded" + defaults(func(d bench.Params) int { return d.Loops })},
 		{"--reads N", "operations per variant per round" + defaults(func(d bench.Params) int { return d.Ops })},
 		{"--size N", "bytes per read" + defaults(func(d bench.Params) int { return d.Size })},
+		{"--turns N", "split each measured round into N turns per variant, the variants alternating turn by turn, and pair them turn by turn: a round's ratio is the median of its turn ratios" + defaults(func(d bench.Params) int { return max(d.Turns, 1) })},
 		{"--variants a,b", "run only these variants (default all); ratios need the baseline"},
 		{"--format F", "stdout format: text (rounds, summary, verdict) or benchstat (Go benchmark lines, one per round)"},
 		{"--json FILE", "also write the results as JSON to FILE (schema: go doc github.com/iovfs/iovfs/bench)"},
@@ -245,8 +248,8 @@ func (f *benchFlags) plan(fs *flag.FlagSet, names []string) ([]*bench.Experiment
 	if f.format != "text" && f.format != "benchstat" {
 		return nil, nil, fmt.Errorf("--format %q: want text or benchstat", f.format)
 	}
-	if f.loops < 0 || f.reads < 0 || f.size < 0 {
-		return nil, nil, errors.New("--loops, --reads and --size must be positive")
+	if f.loops < 0 || f.reads < 0 || f.size < 0 || f.turns < 0 {
+		return nil, nil, errors.New("--loops, --reads, --size and --turns must be positive")
 	}
 	var err error
 	fs.Visit(func(fl *flag.Flag) {
@@ -281,7 +284,7 @@ func (f *benchFlags) plan(fs *flag.FlagSet, names []string) ([]*bench.Experiment
 	var params []bench.Params
 	var run []*bench.Experiment
 	for _, e := range exps {
-		p := bench.Params{Loops: f.loops, Ops: f.reads, Size: f.size, Extra: map[string]string{}}
+		p := bench.Params{Loops: f.loops, Ops: f.reads, Size: f.size, Turns: f.turns, Extra: map[string]string{}}
 		for _, v := range wanted {
 			if e.Variant(v) != nil {
 				p.Variants = append(p.Variants, v)
