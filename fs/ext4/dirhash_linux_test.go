@@ -348,7 +348,7 @@ func TestGetdentsKernelDifferential(t *testing.T) {
 	needRoot(t)
 	needMke2fs(t)
 	seqs := 2
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		seqs = 1
 	}
 	sets := []struct {
@@ -372,6 +372,13 @@ func TestGetdentsKernelDifferential(t *testing.T) {
 	}
 	var total getdentsStats
 	for si, set := range sets {
+		if raceEnabled && si%3 != 0 {
+			// Under -race, one set in three (4k-halfmd4, 1k-tea-unsigned,
+			// 4k-inline_data, writer-1k-legacy): the lists are
+			// compared in one goroutine, and the run without the race
+			// detector compares every set.
+			continue
+		}
 		t.Run(set.name, func(t *testing.T) {
 			r := rand.New(rand.NewSource(int64(si) + 1))
 			img := hashImage(t, r, set.bs, set.features, set.hash, set.unsigned, set.writer)
@@ -449,7 +456,7 @@ func TestGetdentsDuringChanges(t *testing.T) {
 	needRoot(t)
 	needMke2fs(t)
 	rounds := 6
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		rounds = 2
 	}
 	for _, set := range []struct{ name, bs, features, hash string }{

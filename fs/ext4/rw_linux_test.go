@@ -759,7 +759,7 @@ func TestWriterCrash(t *testing.T) {
 	needMke2fs(t)
 	trials, ops := 40, 60
 	if testing.Short() || rwRace {
-		trials = 10
+		trials = 4
 	}
 	if s := os.Getenv("IOVFS_EXT4RW_CRASH"); s != "" {
 		trials, _ = strconv.Atoi(s)

@@ -269,14 +269,21 @@ func sameButTimes(before, ours, theirs []byte) bool {
 	for ino := 0; ino+isz <= len(ours); ino += isz {
 		b, o, k := before[ino:ino+isz], ours[ino:ino+isz], theirs[ino:ino+isz]
 		skip := map[int]bool{}
-		for _, f := range [][2]int{{0x0C, 4}, {0x10, 4}, {0x14, 4}, {0x84, 4}, {0x88, 4}} { // ctime, mtime, dtime, ctime_extra, mtime_extra
-			changedO := !bytes.Equal(o[f[0]:f[0]+f[1]], b[f[0]:f[0]+f[1]])
-			changedK := !bytes.Equal(k[f[0]:f[0]+f[1]], b[f[0]:f[0]+f[1]])
+		// A time is its seconds and its extra word together: the cleanup
+		// may land in the same second as the image's times on one side
+		// and in the next on the other, so only "changed or not" of the
+		// whole timestamp must agree.
+		for _, f := range [][]int{{0x0C, 0x84}, {0x10, 0x88}, {0x14}} { // ctime, mtime (with their _extra), dtime
+			changedO, changedK := false, false
+			for _, off := range f {
+				changedO = changedO || !bytes.Equal(o[off:off+4], b[off:off+4])
+				changedK = changedK || !bytes.Equal(k[off:off+4], b[off:off+4])
+				for i := off; i < off+4; i++ {
+					skip[i] = true
+				}
+			}
 			if changedO != changedK {
 				return false
-			}
-			for i := f[0]; i < f[0]+f[1]; i++ {
-				skip[i] = true
 			}
 		}
 		for _, i := range []int{0x7C, 0x7D, 0x82, 0x83} { // i_checksum_lo, _hi

@@ -1,11 +1,7 @@
 package ext4_test
 
 import (
-	"compress/bzip2"
-	"compress/gzip"
 	"errors"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iovfs/iovfs"
+	"github.com/iovfs/iovfs/fs/ext4"
 	"github.com/iovfs/iovfs/vfs"
 )
 
@@ -118,27 +115,9 @@ func TestVFSCorpus(t *testing.T) {
 	}
 }
 
-func corpusImage(dir string) ([]byte, error) {
-	for _, name := range []string{"image.gz", "image.bz2"} {
-		f, err := os.Open(filepath.Join(dir, name))
-		if err != nil {
-			continue
-		}
-		defer f.Close()
-		var r io.Reader = bzip2.NewReader(f)
-		if strings.HasSuffix(name, ".gz") {
-			if r, err = gzip.NewReader(f); err != nil {
-				return nil, err
-			}
-		}
-		b, err := io.ReadAll(io.LimitReader(r, 256<<20+1))
-		if len(b) > 256<<20 {
-			return nil, fmt.Errorf("image over 256 MiB")
-		}
-		return b, err
-	}
-	return nil, os.ErrNotExist
-}
+// corpusImage decompresses dir's image (loadCorpusImage without a size
+// hint).
+func corpusImage(dir string) ([]byte, error) { return ext4.LoadCorpusImage(dir, 0) }
 
 type corpusWalk struct {
 	seen           map[uint64]bool

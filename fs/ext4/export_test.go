@@ -1,0 +1,4 @@
+package ext4
+
+// LoadCorpusImage is loadCorpusImage for the package's external tests.
+var LoadCorpusImage = loadCorpusImage
