@@ -107,6 +107,9 @@ func (p *Proc) Preadv(fd int, iovs [][]byte, off int64) (int, error) {
 			if err := verifyArea(off, len(b)); err != nil {
 				return 0, err
 			}
+			if f.rd != nil { // Pread's first case: the driver's Read, without readFit's call
+				return fixCount(f.rd.Read(b, off))
+			}
 			return f.readFit(b, off)
 		}
 	}
