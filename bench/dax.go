@@ -122,7 +122,7 @@ func parseSize(s string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n <= 0 || n > (1<<40)/mul {
-		return 0, fmt.Errorf("--file-size %q: want a positive size such as 4096 or 64M", s)
+		return 0, errors.New("want a positive size such as 4096 or 64M")
 	}
 	return n * mul, nil
 }
@@ -132,7 +132,7 @@ func parseSize(s string) (int64, error) {
 func daxSetup(p Params) (any, func() error, error) {
 	size, err := parseSize(p.Extra["file-size"])
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("--file-size %q: %w", p.Extra["file-size"], err)
 	}
 	if int64(p.Size) > size {
 		return nil, nil, fmt.Errorf("--size %d is larger than --file-size %d", p.Size, size)
