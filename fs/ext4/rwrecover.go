@@ -38,23 +38,35 @@ func recoverReadOnly(req vfs.MountRequest, b *vfs.Backing, logf func(string, ...
 		return fmt.Errorf("ext4: journal recovery on a read-only device: %w", syscall.EROFS)
 	}
 	logf("write access will be enabled during recovery")
-	fd, err := req.Proc.Open(req.Source, unix.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	wb, err := req.Proc.Backing(fd)
-	req.Proc.Close(fd)
+	wb, wdev, err := writableSource(req, block.ReadEnd(dev))
 	if err != nil {
 		return err
 	}
 	defer wb.Release()
-	if _, err := RecoverJournal(backingWDevice{backingDevice{b: wb, size: block.ReadEnd(dev)}}, Options{Logf: logf}); err != nil {
+	if _, err := RecoverJournal(wdev, Options{Logf: logf}); err != nil {
 		return err
 	}
 	if err := wb.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
 		return err
 	}
 	return nil
+}
+
+// writableSource opens req.Source O_RDWR, for the one change a read-only
+// mount makes to its device (the journal's replay, the orphan cleanup),
+// and returns its backing, which the caller releases, and the device of
+// size bytes over it.
+func writableSource(req vfs.MountRequest, size int64) (*vfs.Backing, backingWDevice, error) {
+	fd, err := req.Proc.Open(req.Source, unix.O_RDWR, 0)
+	if err != nil {
+		return nil, backingWDevice{}, err
+	}
+	wb, err := req.Proc.Backing(fd)
+	req.Proc.Close(fd)
+	if err != nil {
+		return nil, backingWDevice{}, err
+	}
+	return wb, backingWDevice{backingDevice{b: wb, size: size}}, nil
 }
 
 // orphansReadOnly processes the orphan list of the volume on b, the
@@ -90,17 +102,12 @@ func orphansReadOnly(req vfs.MountRequest, b *vfs.Backing, noload bool, logf fun
 		return nil // ext4_orphan_cleanup: "don't clear list on RO mount w/ errors"
 	}
 	logf("orphan cleanup on readonly fs")
-	fd, err := req.Proc.Open(req.Source, unix.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	wb, err := req.Proc.Backing(fd)
-	req.Proc.Close(fd)
+	wb, wdev, err := writableSource(req, block.ReadEnd(dev))
 	if err != nil {
 		return err
 	}
 	defer wb.Release()
-	w, err := OpenWriter(backingWDevice{backingDevice{b: wb, size: block.ReadEnd(dev)}}, Options{Logf: logf, NoLoad: noload, unreplayed: noload})
+	w, err := OpenWriter(wdev, Options{Logf: logf, NoLoad: noload, unreplayed: noload})
 	var fe *FeatureError
 	if errors.As(err, &fe) {
 		logf("ext4: orphan cleanup skipped: %v", err)
