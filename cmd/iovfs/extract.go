@@ -276,8 +276,8 @@ func (x *extraction) walk(src, dst string, st vfs.Stat) {
 }
 
 // copyFile writes one regular file, skipping all-zero blocks so that the
-// holes of the source stay holes (the ext4 driver has no SEEK_DATA, so
-// this is cp --sparse=auto's rule), then sets its size and attributes.
+// holes of the source stay holes (cp --sparse=auto's rule, which also
+// keeps allocated zero blocks sparse), then sets its size and attributes.
 func (x *extraction) copyFile(j fileJob, buf []byte) {
 	// Open first and stat the descriptor: one lookup in the directory,
 	// not two. A file that is not regular after all (the directory

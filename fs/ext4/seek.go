@@ -11,7 +11,8 @@ import (
 // or an unwritten extent: Linux reports an unwritten extent as data only
 // where its page cache holds pages over it, and iovfs keeps no page cache,
 // so it is a hole here as on a freshly mounted kernel. An inline_data file
-// is all data. SEEK_DATA and SEEK_HOLE at a negative offset or at or past
+// is data up to its inline size, and ENOENT past it (the kernel's answer
+// when a truncate made i_size larger than the inline data). SEEK_DATA and SEEK_HOLE at a negative offset or at or past
 // the end give ENXIO; SEEK_DATA with no data after off gives ENXIO, and
 // SEEK_HOLE with no hole before the end returns the size (the implicit
 // hole at the end of the file).
@@ -54,8 +55,21 @@ func seekIn(v *Volume, in *Inode, pos, off int64, whence int) (int64, error) {
 			return 0, unix.ENXIO
 		}
 		if in.Flags&FlagInlineData != 0 {
-			if whence == unix.SEEK_DATA {
+			// ext4_iomap_begin_report: one inline range [0, n), n the
+			// inline size cut at i_size, and ENOENT for an offset at or
+			// past n, where a truncate made i_size larger.
+			data, err := v.inlineData(in)
+			if err != nil {
+				return 0, err
+			}
+			n := min(int64(len(data)), size)
+			switch {
+			case off >= n:
+				return 0, unix.ENOENT
+			case whence == unix.SEEK_DATA:
 				return off, nil
+			case n < size: // the hole's search goes on past n
+				return 0, unix.ENOENT
 			}
 			return size, nil
 		}

@@ -183,3 +183,79 @@ func TestSeekHoleDataKernel(t *testing.T) {
 		})
 	}
 }
+
+// TestSeekHoleDataInlineKernel is TestSeekHoleDataKernel for inline_data
+// files: made by mke2fs -d, some then truncated up and down by an iovfs
+// read-write mount (never the kernel's: a kernel read-write mount of an
+// inline_data image is a hazard here, see the package README), compared on
+// a read-only kernel mount and a read-only iovfs mount of the result.
+func TestSeekHoleDataInlineKernel(t *testing.T) {
+	needRoot(t)
+	needMke2fs(t)
+	sizes := map[string]int64{"tiny": 10, "i-block": 60, "xattr": 100, "grown": 30, "grown-more": 90, "shrunk": 120}
+	img := mkImage(t, 8<<10, func(t testing.TB, dir string) {
+		for name, size := range sizes {
+			b := make([]byte, size)
+			for i := range b {
+				b[i] = byte('a' + i%26)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}, "-t", "ext4", "-b", "4096", "-I", "256", "-O", "inline_data")
+	rw, dev, done := newProc(t, img, viaRAM)
+	if err := rw.Mount(dev, "/mnt", "ext4", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	done()
+	for name, size := range map[string]int64{"grown": 50, "grown-more": 3000, "shrunk": 40} {
+		if err := rw.Truncate("/mnt/"+name, size); err != nil {
+			t.Fatal(err)
+		}
+		sizes[name] = size
+	}
+	if err := rw.Unmount("/mnt", 0); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(img, ramBytes(t, rw, int(st.Size())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kmnt := loopMount(t, img, "ro,noload")
+	p := mountImage(t, img, viaRAM, "")
+	asked, errs := 0, 0
+	for name, size := range sizes {
+		kfd, err := unix.Open(filepath.Join(kmnt, name), unix.O_RDONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vfd, err := p.Open("/mnt/"+name, unix.O_RDONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for off := int64(-1); off <= size+2; off++ {
+			for _, whence := range []int{unix.SEEK_DATA, unix.SEEK_HOLE} {
+				kpos, kerr := unix.Seek(kfd, off, whence)
+				vpos, verr := p.Seek(vfd, off, whence)
+				asked++
+				if kerr != nil || verr != nil {
+					errs++
+					if !errors.Is(verr, kerr) || kerr == nil {
+						t.Errorf("%s (size %d): lseek(%d, %d): iovfs %d, %v; kernel %d, %v", name, size, off, whence, vpos, verr, kpos, kerr)
+					}
+					continue
+				}
+				if kpos != vpos {
+					t.Errorf("%s (size %d): lseek(%d, %d): iovfs %d, kernel %d", name, size, off, whence, vpos, kpos)
+				}
+			}
+		}
+		unix.Close(kfd)
+		p.Close(vfd)
+	}
+	t.Logf("%d lseeks compared, %d of them errors on both sides", asked, errs)
+}
