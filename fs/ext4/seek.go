@@ -2,6 +2,8 @@ package ext4
 
 import (
 	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/vfs"
 )
 
 // Llseek implements vfs.Seeker for a read-only mount's regular file, as
@@ -49,10 +51,10 @@ func seekIn(v *Volume, in *Inode, pos, off int64, whence int) (int64, error) {
 	case unix.SEEK_CUR:
 		pos += off
 	case unix.SEEK_END:
-		pos = size + off
+		return vfs.SeekInFile(size, off, whence)
 	case unix.SEEK_DATA, unix.SEEK_HOLE:
-		if off < 0 || off >= size {
-			return 0, unix.ENXIO
+		if _, err := vfs.SeekInFile(size, off, whence); err != nil {
+			return 0, err // ENXIO at a negative offset or at or past the end
 		}
 		if in.Flags&FlagInlineData != 0 {
 			// ext4_iomap_begin_report: one inline range [0, n), n the

@@ -139,41 +139,13 @@ func TestSeekHoleDataKernel(t *testing.T) {
 				name string
 				p    *vfs.Proc
 			}{{"ro", ro}, {"rw", rw}} {
-				p := side.p
 				for name, size := range files {
-					kfd, err := unix.Open(filepath.Join(kmnt, name), unix.O_RDONLY, 0)
-					if err != nil {
-						t.Fatal(err)
-					}
-					vfd, err := p.Open("/mnt/"+name, unix.O_RDONLY, 0)
-					if err != nil {
-						t.Fatal(err)
-					}
 					offs := []int64{-1, 0, 1, size - 1, size, size + 1, size + bs}
 					for b := int64(0); b*bs <= size+bs; b++ {
 						offs = append(offs, b*bs-1, b*bs, b*bs+1)
 					}
-					for _, off := range offs {
-						for _, whence := range []int{unix.SEEK_DATA, unix.SEEK_HOLE} {
-							kpos, kerr := unix.Seek(kfd, off, whence)
-							vpos, verr := p.Seek(vfd, off, whence)
-							asked++
-							if kerr != nil || verr != nil {
-								if !errors.Is(verr, kerr) || kerr == nil {
-									t.Errorf("%s %s: lseek(%d, %d): iovfs %d, %v; kernel %d, %v", side.name, name, off, whence, vpos, verr, kpos, kerr)
-								}
-								continue
-							}
-							if kpos != vpos {
-								t.Errorf("%s %s: lseek(%d, %d): iovfs %d, kernel %d", side.name, name, off, whence, vpos, kpos)
-							}
-							if whence == unix.SEEK_HOLE && kpos < size {
-								holes++
-							}
-						}
-					}
-					unix.Close(kfd)
-					p.Close(vfd)
+					st := compareSeeks(t, side.name+" "+name, filepath.Join(kmnt, name), side.p, "/mnt/"+name, size, offs)
+					asked, holes = asked+st.asked, holes+st.holes
 				}
 			}
 			if holes == 0 {
@@ -229,33 +201,55 @@ func TestSeekHoleDataInlineKernel(t *testing.T) {
 	p := mountImage(t, img, viaRAM, "")
 	asked, errs := 0, 0
 	for name, size := range sizes {
-		kfd, err := unix.Open(filepath.Join(kmnt, name), unix.O_RDONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		vfd, err := p.Open("/mnt/"+name, unix.O_RDONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		var offs []int64
 		for off := int64(-1); off <= size+2; off++ {
-			for _, whence := range []int{unix.SEEK_DATA, unix.SEEK_HOLE} {
-				kpos, kerr := unix.Seek(kfd, off, whence)
-				vpos, verr := p.Seek(vfd, off, whence)
-				asked++
-				if kerr != nil || verr != nil {
-					errs++
-					if !errors.Is(verr, kerr) || kerr == nil {
-						t.Errorf("%s (size %d): lseek(%d, %d): iovfs %d, %v; kernel %d, %v", name, size, off, whence, vpos, verr, kpos, kerr)
-					}
-					continue
-				}
-				if kpos != vpos {
-					t.Errorf("%s (size %d): lseek(%d, %d): iovfs %d, kernel %d", name, size, off, whence, vpos, kpos)
-				}
-			}
+			offs = append(offs, off)
 		}
-		unix.Close(kfd)
-		p.Close(vfd)
+		st := compareSeeks(t, name, filepath.Join(kmnt, name), p, "/mnt/"+name, size, offs)
+		asked, errs = asked+st.asked, errs+st.errs
 	}
 	t.Logf("%d lseeks compared, %d of them errors on both sides", asked, errs)
+}
+
+// seekStats counts what compareSeeks asked.
+type seekStats struct{ asked, errs, holes int }
+
+// compareSeeks asks lseek SEEK_DATA and SEEK_HOLE at every offset of offs
+// of the kernel's file kpath and of iovfs's file vpath in p (size bytes
+// long): positions and errnos must be equal. It counts the calls, the
+// errors both sides gave, and the holes found before the end.
+func compareSeeks(t *testing.T, what, kpath string, p *vfs.Proc, vpath string, size int64, offs []int64) seekStats {
+	t.Helper()
+	kfd, err := unix.Open(kpath, unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(kfd)
+	vfd, err := p.Open(vpath, unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(vfd)
+	var st seekStats
+	for _, off := range offs {
+		for _, whence := range []int{unix.SEEK_DATA, unix.SEEK_HOLE} {
+			kpos, kerr := unix.Seek(kfd, off, whence)
+			vpos, verr := p.Seek(vfd, off, whence)
+			st.asked++
+			if kerr != nil || verr != nil {
+				st.errs++
+				if !errors.Is(verr, kerr) || kerr == nil {
+					t.Errorf("%s (size %d): lseek(%d, %d): iovfs %d, %v; kernel %d, %v", what, size, off, whence, vpos, verr, kpos, kerr)
+				}
+				continue
+			}
+			if kpos != vpos {
+				t.Errorf("%s (size %d): lseek(%d, %d): iovfs %d, kernel %d", what, size, off, whence, vpos, kpos)
+			}
+			if whence == unix.SEEK_HOLE && kpos < size {
+				st.holes++
+			}
+		}
+	}
+	return st
 }
