@@ -7,8 +7,6 @@ package main
 
 import (
 	"bytes"
-	"compress/bzip2"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +17,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -430,50 +427,26 @@ func firstLine(s string) string {
 	return l
 }
 
-// decompress writes a corpus test's image.gz or image.bz2 to dst (at most
-// 256 MiB), with the host's gzip or bzip2 when there is one: Go's
-// decompressors run ten times slower under the race detector, which has
-// nothing to find in them.
+// decompress writes a corpus test's image (testenv.OpenCorpusImage) to dst,
+// at most 256 MiB of it.
 func decompress(dir, dst string) (int64, error) {
-	for _, c := range []struct{ name, tool string }{{"image.gz", "gzip"}, {"image.bz2", "bzip2"}} {
-		f, err := os.Open(filepath.Join(dir, c.name))
-		if err != nil {
-			continue
-		}
-		defer f.Close()
-		var r io.Reader
-		var cmd *exec.Cmd
-		if tool, err := exec.LookPath(c.tool); err == nil {
-			cmd = exec.Command(tool, "-dc")
-			cmd.Stdin = f
-			if r, err = cmd.StdoutPipe(); err != nil {
-				return 0, err
-			}
-			if err := cmd.Start(); err != nil {
-				return 0, err
-			}
-		} else if c.tool == "gzip" {
-			if r, err = gzip.NewReader(f); err != nil {
-				return 0, err
-			}
-		} else {
-			r = bzip2.NewReader(f)
-		}
-		out, err := os.Create(dst)
-		if err != nil {
-			return 0, err
-		}
-		n, err := io.Copy(out, io.LimitReader(r, 256<<20))
-		out.Close()
-		if cmd != nil {
-			cmd.Process.Kill() // a no-op unless the image was cut at 256 MiB
-			if werr := cmd.Wait(); err == nil && n < 256<<20 && werr != nil {
-				err = fmt.Errorf("%s: %w", c.tool, werr)
-			}
-		}
-		return n, err
+	r, err := testenv.OpenCorpusImage(dir)
+	if err != nil {
+		return 0, err
 	}
-	return 0, syscall.ENOENT
+	out, err := os.Create(dst)
+	if err != nil {
+		r.Close()
+		return 0, err
+	}
+	n, err := io.Copy(out, io.LimitReader(r, 256<<20))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := r.Close(); err == nil && n < 256<<20 {
+		err = cerr
+	}
+	return n, err
 }
 
 // TestImageToolsDifferential compares iovfs ls -lR and cat on an image

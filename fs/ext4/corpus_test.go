@@ -1,13 +1,10 @@
 package ext4
 
 import (
-	"compress/bzip2"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -15,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iovfs/iovfs/internal/testenv"
 )
 
 // maxImage bounds a decompressed corpus image (the largest is 140 MiB).
@@ -23,53 +22,18 @@ const maxImage = 256 << 20
 // loadCorpusImage decompresses dir's image into a buffer of the size
 // INDEX.tsv gives (hint), so the peak heap is the image and little more.
 func loadCorpusImage(dir string, hint int) ([]byte, error) {
-	for _, c := range []struct{ name, tool string }{{"image.gz", "gzip"}, {"image.bz2", "bzip2"}} {
-		path := filepath.Join(dir, c.name)
-		f, err := os.Open(path)
-		if err != nil {
-			continue
-		}
-		defer f.Close()
-		// The host's decompressor when there is one: five tests load the
-		// whole corpus (1.3 GB decompressed), and Go's decompressors run
-		// ten times slower under the race detector, which has nothing to
-		// find in them. Go's own otherwise.
-		if tool, err := exec.LookPath(c.tool); err == nil {
-			cmd := exec.Command(tool, "-dc")
-			cmd.Stdin = f
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				return nil, err
-			}
-			if err := cmd.Start(); err != nil {
-				return nil, err
-			}
-			b, rerr := readImage(out, hint)
-			if rerr != nil {
-				cmd.Process.Kill()
-			}
-			werr := cmd.Wait()
-			if rerr != nil {
-				return nil, fmt.Errorf("%s: %w", path, rerr)
-			}
-			if werr != nil {
-				return nil, fmt.Errorf("%s: %s: %w", path, c.tool, werr)
-			}
-			return b, nil
-		}
-		var r io.Reader
-		if c.tool == "gzip" {
-			zr, err := gzip.NewReader(f)
-			if err != nil {
-				return nil, err
-			}
-			r = zr
-		} else {
-			r = bzip2.NewReader(f)
-		}
-		return readImage(r, hint)
+	r, err := testenv.OpenCorpusImage(dir)
+	if err != nil {
+		return nil, err
 	}
-	return nil, os.ErrNotExist
+	b, err := readImage(r, hint)
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return b, nil
 }
 
 // readImage reads all of r into a buffer of hint bytes, failing if r
