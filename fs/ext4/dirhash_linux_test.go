@@ -254,18 +254,7 @@ func hashImage(t *testing.T, r *rand.Rand, bs, features, hash string, unsigned, 
 	if out, err := exec.Command("mke2fs", args...).CombinedOutput(); err != nil {
 		t.Fatalf("mke2fs %v: %v\n%s", args, err, out)
 	}
-	var ssv []string
-	if hash != "" {
-		ssv = append(ssv, "ssv def_hash_version "+hash)
-	}
-	if unsigned {
-		ssv = append(ssv, "ssv flags 2")
-	}
-	for _, c := range ssv {
-		if out, err := exec.Command("debugfs", "-w", "-R", c, img).CombinedOutput(); err != nil || bytes.Contains(out, []byte("nvalid")) {
-			t.Fatalf("debugfs %s: %v\n%s", c, err, out)
-		}
-	}
+	ext4.SetDirHash(t, img, hash, unsigned)
 	if writer {
 		b, err := os.ReadFile(img)
 		if err != nil {

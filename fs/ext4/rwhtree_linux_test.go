@@ -44,13 +44,10 @@ var htreeSets = []struct {
 	{"1k-blockmap-halfmd4", []string{"-b", "1024", "-O", "^extent,^64bit"}, "", false, false},
 }
 
-func mkfsHtree(t testing.TB, img string, sizeMiB int, args []string, hash string, unsigned bool) {
+// setDirHash sets img's default directory hash (half_md4, tea, legacy;
+// "" leaves it) and, with unsigned, the unsigned-hash flag, with debugfs.
+func setDirHash(t testing.TB, img, hash string, unsigned bool) {
 	t.Helper()
-	a := append([]string{"-q", "-F", "-t", "ext4"}, args...)
-	a = append(a, img, fmt.Sprintf("%dM", sizeMiB))
-	if out, err := exec.Command("mke2fs", a...).CombinedOutput(); err != nil {
-		t.Fatalf("mke2fs %v: %v\n%s", a, err, out)
-	}
 	var ssv []string
 	if hash != "" {
 		ssv = append(ssv, "ssv def_hash_version "+hash)
@@ -63,6 +60,16 @@ func mkfsHtree(t testing.TB, img string, sizeMiB int, args []string, hash string
 			t.Fatalf("debugfs %s: %v\n%s", c, err, out)
 		}
 	}
+}
+
+func mkfsHtree(t testing.TB, img string, sizeMiB int, args []string, hash string, unsigned bool) {
+	t.Helper()
+	a := append([]string{"-q", "-F", "-t", "ext4"}, args...)
+	a = append(a, img, fmt.Sprintf("%dM", sizeMiB))
+	if out, err := exec.Command("mke2fs", a...).CombinedOutput(); err != nil {
+		t.Fatalf("mke2fs %v: %v\n%s", a, err, out)
+	}
+	setDirHash(t, img, hash, unsigned)
 }
 
 // htreeName is name i of the sequences' pool: 1 to 255 bytes, some with
