@@ -47,9 +47,7 @@ func ext4Proc(t *testing.T, img, data string) *vfs.Proc {
 // and mtime with a kernel loop mount of the same image.
 func TestExt4Export(t *testing.T) {
 	requireFUSE(t)
-	if _, err := exec.LookPath("mke2fs"); err != nil {
-		t.Skip("mke2fs not installed")
-	}
+	testenv.RequireTool(t, "mke2fs")
 	src := filepath.Join(t.TempDir(), "src")
 	os.Mkdir(src, 0o755)
 	makeTree(t, src)

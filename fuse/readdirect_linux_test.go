@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/iovfs/iovfs/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,9 +22,7 @@ import (
 // hole or past the end of the file, one inside a hole, and every READ without dax are answered in
 // go-fuse's buffer; a READ past the end answers 0 bytes.
 func TestReadDirectReply(t *testing.T) {
-	if _, err := exec.LookPath("mke2fs"); err != nil {
-		t.Skip("mke2fs not installed")
-	}
+	testenv.RequireTool(t, "mke2fs")
 	src := filepath.Join(t.TempDir(), "src")
 	os.Mkdir(src, 0o755)
 	r := rand.New(rand.NewPCG(3, 4))

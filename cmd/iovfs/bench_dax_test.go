@@ -1,15 +1,14 @@
 package main
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/iovfs/iovfs/internal/testenv"
 )
 
 func TestBenchDax(t *testing.T) {
-	if _, err := exec.LookPath("mke2fs"); err != nil {
-		t.Skip("mke2fs (e2fsprogs) is not installed")
-	}
+	testenv.RequireTool(t, "mke2fs")
 	code, out, errOut := runArgs("bench", "dax", "--file-size", "1M", "--loops", "2", "--reads", "200", "--pattern", "rand")
 	if code != 0 {
 		t.Fatalf("status %d\n%s", code, errOut)

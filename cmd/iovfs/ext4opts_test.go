@@ -14,15 +14,14 @@ import (
 
 	"github.com/iovfs/iovfs"
 	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/internal/testenv"
 )
 
 // TestExportExt4Options: iovfs mount hands the ext4 journal and error
 // options to the driver unchanged (only ro/rw become flags): a good set
 // mounts and shows in the mount table, a bad value gives EINVAL.
 func TestExportExt4Options(t *testing.T) {
-	if _, err := exec.LookPath("mke2fs"); err != nil {
-		t.Skip("mke2fs (e2fsprogs) is not installed")
-	}
+	testenv.RequireTool(t, "mke2fs")
 	img := filepath.Join(t.TempDir(), "disk.img")
 	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", img, "16M").CombinedOutput(); err != nil {
 		t.Fatalf("mke2fs: %v\n%s", err, out)
@@ -74,9 +73,7 @@ func (d fileDev) Size() int64 {
 // read-only device); the tools mount it with noload instead, and leave
 // the image file as it was.
 func TestImageToolsDirtyJournal(t *testing.T) {
-	if _, err := exec.LookPath("mke2fs"); err != nil {
-		t.Skip("mke2fs (e2fsprogs) is not installed")
-	}
+	testenv.RequireTool(t, "mke2fs")
 	img := filepath.Join(t.TempDir(), "disk.img")
 	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", img, "16M").CombinedOutput(); err != nil {
 		t.Fatalf("mke2fs: %v\n%s", err, out)

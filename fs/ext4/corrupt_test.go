@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/iovfs/iovfs/internal/testenv"
 )
 
 // fragImage builds a 1 KiB-block metadata_csum image holding /frag, whose
@@ -19,9 +21,7 @@ import (
 // the contents /frag and /sparse must have.
 func fragImage(t testing.TB) (img, frag, sparse []byte) {
 	t.Helper()
-	if _, err := exec.LookPath("debugfs"); err != nil {
-		t.Skip("debugfs not installed")
-	}
+	testenv.RequireTool(t, "debugfs")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
 	r := rand.New(rand.NewSource(2))

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/iovfs/iovfs/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,9 +29,7 @@ func (d *fileDevice) Size() int64                             { return d.size }
 
 func needMke2fs(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("mke2fs"); err != nil {
-		t.Skip("mke2fs (e2fsprogs) not installed:", err)
-	}
+	testenv.RequireTool(t, "mke2fs")
 }
 
 // mkfs builds an image of size from src with mke2fs -d and the given args.

@@ -165,7 +165,7 @@ func kernelTypeMount(t *testing.T, img, typ string, flags uintptr, data string) 
 	if data != "" {
 		opts += "," + data
 	}
-	out, err := exec.Command("mount", "-t", typ, "-o", opts, img, mnt).CombinedOutput()
+	out, err := testenv.Mount("-t", typ, "-o", opts, img, mnt)
 	if err != nil {
 		if strings.Contains(string(out), "wrong fs type") {
 			return syscall.EINVAL

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iovfs/iovfs/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,9 +20,7 @@ import (
 // clean and a kernel mount reads the same bytes and targets.
 func TestVFSBlockMapMount(t *testing.T) {
 	needMke2fs(t)
-	if os.Geteuid() != 0 {
-		t.Skip("the kernel mount of the result needs root")
-	}
+	testenv.RequireRoot(t, "the kernel mount of the result")
 	long := strings.Repeat("l", 300)
 	inlineTarget := "/nonexistent/" + strings.Repeat("t", 70)
 	for _, tc := range []struct{ name, typ string }{{"ext2-1k", "ext2"}, {"inline", "ext4"}} {
@@ -106,7 +105,7 @@ func TestVFSBlockMapMount(t *testing.T) {
 			if tc.typ == "ext2" {
 				opts = "loop,ro" // ext2 takes no journal options (noload is EINVAL)
 			}
-			if o, err := exec.Command("mount", "-t", tc.typ, "-o", opts, out, mnt).CombinedOutput(); err != nil {
+			if o, err := testenv.Mount("-t", tc.typ, "-o", opts, out, mnt); err != nil {
 				t.Fatalf("mount: %v\n%s", err, o)
 			}
 			defer exec.Command("umount", mnt).Run()

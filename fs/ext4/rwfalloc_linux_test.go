@@ -6,7 +6,6 @@ package ext4_test
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -22,9 +21,7 @@ import (
 // and compares every errno, then the size, st_blocks and contents.
 func TestVFSFallocateDifferential(t *testing.T) {
 	needMke2fs(t)
-	if os.Geteuid() != 0 {
-		t.Skip("the kernel side needs root")
-	}
+	testenv.RequireRoot(t, "the kernel side")
 	img := filepath.Join(t.TempDir(), "f.img")
 	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-b", "1024", img, "16M").CombinedOutput(); err != nil {
 		t.Fatalf("mke2fs: %v\n%s", err, out)

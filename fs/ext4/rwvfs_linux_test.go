@@ -22,9 +22,7 @@ import (
 
 func TestVFSReadWriteMount(t *testing.T) {
 	needMke2fs(t)
-	if os.Geteuid() != 0 {
-		t.Skip("the kernel mount of the result needs root")
-	}
+	testenv.RequireRoot(t, "the kernel mount of the result")
 	img := filepath.Join(t.TempDir(), "rw.img")
 	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", img, "16M").CombinedOutput(); err != nil {
 		t.Fatalf("mke2fs: %v\n%s", err, out)

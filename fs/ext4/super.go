@@ -8,11 +8,12 @@ import (
 	"errors"
 
 	"fmt"
-	"github.com/iovfs/iovfs/block"
 	"io"
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/iovfs/iovfs/block"
 )
 
 const (

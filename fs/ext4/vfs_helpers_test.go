@@ -19,15 +19,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iovfs/iovfs"
+	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 )
 
 // needMke2fs skips a test on a machine without e2fsprogs.
 func needMke2fs(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("mke2fs"); err != nil {
-		t.Skip("mke2fs (e2fsprogs) is not installed")
-	}
+	testenv.RequireTool(t, "mke2fs")
 }
 
 // populate writes the test tree under dir: files of assorted sizes (one
