@@ -60,8 +60,11 @@ func (c *creds) inGroup(gid uint32) bool {
 	return ok
 }
 
-// fsCred is the identity new files get: the fsuid and fsgid.
-func (c *creds) fsCred() Cred { return Cred{Uid: c.fsuid, Gid: c.fsgid} }
+// fsCred is the Cred of operations: the fsuid and fsgid new files get,
+// the groups and the capabilities.
+func (c *creds) fsCred() Cred {
+	return Cred{Uid: c.fsuid, Gid: c.fsgid, Groups: c.groups, Capable: c.capable()}
+}
 
 // NewProcCred is NewProc for a process whose real, effective, saved and
 // file-system ids are uid and gid, with the supplementary groups groups.

@@ -256,7 +256,11 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 		}
 		return f, err
 	}
-	if isOpener {
+	if co, ok := loc.node.(CredOpener); ok {
+		if h, err = co.OpenCred(flags, c.fsCred()); err != nil {
+			return nil, err
+		}
+	} else if isOpener {
 		if h, err = o.Open(flags); err != nil {
 			return nil, err
 		}

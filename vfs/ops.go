@@ -37,6 +37,20 @@ type Opener interface {
 	Open(flags int) (Handle, error)
 }
 
+// A CredOpener is an Opener whose handles act for a caller: the VFS calls
+// OpenCred instead of Open with the opening process's credentials, and
+// the handle keeps them for the calls it later gets (Linux's f_cred).
+// ext4 charges a write's blocks with them, so that only a privileged
+// caller takes the blocks reserved for root. Linux checks the writing
+// task's credentials at each write; iovfs's Write carries none, so the
+// opener's stand for them, which differs only for a descriptor used by a
+// process with other credentials than the one that opened it (after
+// setuid, or passed on).
+type CredOpener interface {
+	Opener
+	OpenCred(flags int, c Cred) (Handle, error)
+}
+
 // A Handle is one open instance of a node, as returned by Opener.Open. It
 // implements whichever of Reader, IterReader, Writer, IterWriter, Seeker,
 // Releaser, Syncer and Ioctler fit the driver. A handle with neither read
@@ -200,9 +214,18 @@ type Appender interface {
 // system checks what depends on its own state: EEXIST, ENOENT, ENOTDIR,
 // EISDIR, ENOTEMPTY, ENOSPC.
 
-// Cred is the identity a new file is created with.
+// Cred is the identity of the process an operation runs for: the owner
+// a new file is created with (Uid and Gid are its fsuid and fsgid), and
+// what a file system needs to decide what else the caller may do.
 type Cred struct {
 	Uid, Gid uint32
+	// Groups are the supplementary groups, sorted. The slice is shared
+	// with the process's credentials: never modify it.
+	Groups []uint32
+	// Capable reports whether the process has the capabilities Linux
+	// checks with capable(), such as CAP_SYS_RESOURCE: in iovfs's model,
+	// whether its effective uid is 0.
+	Capable bool
 }
 
 // Creator creates a regular file called name with permission bits mode

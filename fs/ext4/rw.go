@@ -175,9 +175,12 @@ type Writer struct {
 	appendMu sync.Mutex
 
 	// Caller is who operations run for where the root-reserved blocks
-	// matter (rwspace.go); the zero value is root. Set it before the
-	// first operation.
+	// matter (rwspace.go), unless the operation names its own (lockAs);
+	// the zero value is root. Set it before the first operation.
 	Caller Caller
+	// cur is the caller of the running operation (nil: Caller). Under mu;
+	// lockAs sets it, unlock clears it.
+	cur *Caller
 	// aclass is what the running allocation may take, tclass what its
 	// extent tree blocks may (rwspace.go); allocNormal between
 	// operations. Under mu.
@@ -324,6 +327,18 @@ func (w *Writer) Close() error {
 		}
 	}
 	return w.commit()
+}
+
+// lockAs is lock for an operation that acts for c (a nil c acts for
+// Caller): the blocks reserved for root are c's to take when c may
+// (rootBlocksOK). The read-write mount passes the caller's credentials
+// this way.
+func (w *Writer) lockAs(c *Caller) error {
+	if err := w.lock(); err != nil {
+		return err
+	}
+	w.cur = c
+	return nil
 }
 
 func (w *Writer) lock() error {

@@ -477,28 +477,34 @@ func (w *Writer) prepareNew(dir uint32, name string) ([]byte, error) {
 // Errors: EEXIST, ENOTDIR, ENOENT (dir removed), ENOSPC, EINVAL and
 // ENAMETOOLONG for a bad name.
 func (w *Writer) Create(dir uint32, name string, mode, uid, gid uint32) (uint32, error) {
-	return w.make(dir, name, S_IFREG|mode&07777, uid, gid, "")
+	return w.make(nil, dir, name, S_IFREG|mode&07777, uid, gid, "")
 }
 
 // Mkdir makes a directory; EMLINK when dir has EXT4_LINK_MAX links.
 func (w *Writer) Mkdir(dir uint32, name string, mode, uid, gid uint32) (uint32, error) {
-	return w.make(dir, name, S_IFDIR|mode&07777, uid, gid, "")
+	return w.make(nil, dir, name, S_IFDIR|mode&07777, uid, gid, "")
 }
 
 // Symlink makes a symbolic link to target: fast (in i_block) below 60
 // bytes, else in a data block. ENAMETOOLONG past a block, ENOENT if empty.
 func (w *Writer) Symlink(dir uint32, name, target string, uid, gid uint32) (uint32, error) {
+	return w.symlinkAs(nil, dir, name, target, uid, gid)
+}
+
+// symlinkAs is Symlink acting for c (see lockAs).
+func (w *Writer) symlinkAs(c *Caller, dir uint32, name, target string, uid, gid uint32) (uint32, error) {
 	if target == "" {
 		return 0, syscall.ENOENT
 	}
 	if len(target) >= int(w.v.bs) {
 		return 0, syscall.ENAMETOOLONG
 	}
-	return w.make(dir, name, S_IFLNK|0777, uid, gid, target)
+	return w.make(c, dir, name, S_IFLNK|0777, uid, gid, target)
 }
 
-func (w *Writer) make(dir uint32, name string, mode, uid, gid uint32, target string) (uint32, error) {
-	if err := w.lock(); err != nil {
+// make makes name in dir, acting for c (see lockAs).
+func (w *Writer) make(c *Caller, dir uint32, name string, mode, uid, gid uint32, target string) (uint32, error) {
+	if err := w.lockAs(c); err != nil {
 		return 0, err
 	}
 	defer w.unlock()
@@ -776,7 +782,12 @@ func (w *Writer) renameEnds(oldDir uint32, oldName string, newDir uint32, newNam
 // rules (see vfs.Renamer): EINVAL for moving a directory under itself,
 // ENOTDIR, EISDIR, ENOTEMPTY, EMLINK, ENOENT.
 func (w *Writer) Rename(oldDir uint32, oldName string, newDir uint32, newName string) error {
-	if err := w.lock(); err != nil {
+	return w.renameAs(nil, oldDir, oldName, newDir, newName)
+}
+
+// renameAs is Rename acting for c (see lockAs).
+func (w *Writer) renameAs(c *Caller, oldDir uint32, oldName string, newDir uint32, newName string) error {
+	if err := w.lockAs(c); err != nil {
 		return err
 	}
 	defer w.unlock()
@@ -951,7 +962,12 @@ func (w *Writer) isAncestor(a, d uint32) (bool, error) {
 // EINVAL. Directories moved to another parent get their ".." and the
 // parents' link counts updated.
 func (w *Writer) Exchange(oldDir uint32, oldName string, newDir uint32, newName string) error {
-	if err := w.lock(); err != nil {
+	return w.exchangeAs(nil, oldDir, oldName, newDir, newName)
+}
+
+// exchangeAs is Exchange acting for c (see lockAs).
+func (w *Writer) exchangeAs(c *Caller, oldDir uint32, oldName string, newDir uint32, newName string) error {
+	if err := w.lockAs(c); err != nil {
 		return err
 	}
 	defer w.unlock()

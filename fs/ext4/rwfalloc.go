@@ -36,7 +36,12 @@ var kernelPage = uint64(os.Getpagesize())
 // ENOSPC (blocks allocated before it stay, and mode 0 grows the size over
 // them, as the kernel's).
 func (w *Writer) Fallocate(ino uint32, mode uint32, off, length int64) error {
-	if err := w.lock(); err != nil {
+	return w.fallocateAs(nil, ino, mode, off, length)
+}
+
+// fallocateAs is Fallocate acting for c (see lockAs).
+func (w *Writer) fallocateAs(c *Caller, ino uint32, mode uint32, off, length int64) error {
+	if err := w.lockAs(c); err != nil {
 		return err
 	}
 	defer w.unlock()

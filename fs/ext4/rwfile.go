@@ -192,10 +192,15 @@ func regular(raw []byte, other syscall.Errno) error {
 // Errors: EINVAL for a negative offset, EFBIG at or past the maximum file
 // size, ENOSPC, EISDIR for a directory, EINVAL for other non-regular files.
 func (w *Writer) WriteAt(ino uint32, p []byte, off int64) (int, error) {
+	return w.writeAtAs(nil, ino, p, off)
+}
+
+// writeAtAs is WriteAt acting for c (see lockAs).
+func (w *Writer) writeAtAs(c *Caller, ino uint32, p []byte, off int64) (int, error) {
 	if w.Data == DataJournal && w.j != nil && len(p) > w.journalChunk() {
-		return w.writeChunks(ino, p, off, w.journalChunk()) // rwjournal.go
+		return w.writeChunks(c, ino, p, off, w.journalChunk()) // rwjournal.go
 	}
-	if err := w.lock(); err != nil {
+	if err := w.lockAs(c); err != nil {
 		return 0, err
 	}
 	defer w.unlock()

@@ -179,10 +179,10 @@ func (w *Writer) journalChunk() int {
 // writeChunks writes p at off as WriteAt does, in transactions of at most
 // chunk bytes each (data=journal): a crash keeps a prefix of the chunks,
 // as it may keep a prefix of the pages of a large write(2) on Linux.
-func (w *Writer) writeChunks(ino uint32, p []byte, off int64, chunk int) (int, error) {
+func (w *Writer) writeChunks(c *Caller, ino uint32, p []byte, off int64, chunk int) (int, error) {
 	done := 0
 	for done < len(p) {
-		n, err := w.WriteAt(ino, p[done:min(len(p), done+chunk)], off+int64(done))
+		n, err := w.writeAtAs(c, ino, p[done:min(len(p), done+chunk)], off+int64(done))
 		done += n
 		if err != nil || n < min(len(p)-done+n, chunk) {
 			if done > 0 {
@@ -201,6 +201,7 @@ func (w *Writer) writeChunks(ino uint32, p []byte, off int64, chunk int) (int, e
 // changes (errors=remount-ro).
 func (w *Writer) unlock() {
 	w.aclass, w.tclass = allocNormal, allocNormal
+	w.cur = nil
 	if !w.Batch || len(w.tx.over) >= w.commitBlocks() || w.Now().Sub(w.lastCommit) >= w.CommitInterval {
 		w.commitOrFail()
 	}

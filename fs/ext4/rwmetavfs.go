@@ -28,7 +28,8 @@ func (d *rwDir) Mknod(name string, mode uint32, rdev uint64, c vfs.Cred) (vfs.No
 	if mode&S_IFMT == S_IFREG || mode&S_IFMT == 0 {
 		return d.Create(name, mode, c)
 	}
-	ino, err := d.fs.w.Mknod(d.ino, name, mode, rdev, c.Uid, c.Gid)
+	cl := callerOf(c)
+	ino, err := d.fs.w.mknodAs(&cl, d.ino, name, mode, rdev, c.Uid, c.Gid)
 	if err != nil {
 		return nil, d.fs.check("ext4_mknod", err)
 	}
@@ -44,7 +45,8 @@ func (d *rwDir) renameWhiteout(oldName string, nd *rwDir, newName string, flags 
 		}
 		return syscall.EEXIST
 	}
-	err := d.fs.w.RenameWhiteout(d.ino, oldName, nd.ino, newName, c.Uid, c.Gid)
+	cl := callerOf(c)
+	err := d.fs.w.renameWhiteoutAs(&cl, d.ino, oldName, nd.ino, newName, c.Uid, c.Gid)
 	if err == nil && over != 0 {
 		d.fs.forget(over)
 	}

@@ -32,6 +32,11 @@ func putDev(raw []byte, rdev uint64) {
 // the device number of a device. Errors: those of Create; EINVAL for
 // another type.
 func (w *Writer) Mknod(dir uint32, name string, mode uint32, rdev uint64, uid, gid uint32) (uint32, error) {
+	return w.mknodAs(nil, dir, name, mode, rdev, uid, gid)
+}
+
+// mknodAs is Mknod acting for c (see lockAs).
+func (w *Writer) mknodAs(c *Caller, dir uint32, name string, mode uint32, rdev uint64, uid, gid uint32) (uint32, error) {
 	switch mode & S_IFMT {
 	case S_IFCHR, S_IFBLK:
 	case S_IFIFO, S_IFSOCK:
@@ -39,7 +44,7 @@ func (w *Writer) Mknod(dir uint32, name string, mode uint32, rdev uint64, uid, g
 	default:
 		return 0, syscall.EINVAL
 	}
-	if err := w.lock(); err != nil {
+	if err := w.lockAs(c); err != nil {
 		return 0, err
 	}
 	defer w.unlock()
@@ -88,7 +93,12 @@ func (w *Writer) dropSpecial(ino uint32) {
 // uid and gid, made in the same operation (ext4_rename). The errors are
 // Rename's, then ENOSPC when no inode is free for the whiteout.
 func (w *Writer) RenameWhiteout(oldDir uint32, oldName string, newDir uint32, newName string, uid, gid uint32) error {
-	if err := w.lock(); err != nil {
+	return w.renameWhiteoutAs(nil, oldDir, oldName, newDir, newName, uid, gid)
+}
+
+// renameWhiteoutAs is RenameWhiteout acting for c (see lockAs).
+func (w *Writer) renameWhiteoutAs(c *Caller, oldDir uint32, oldName string, newDir uint32, newName string, uid, gid uint32) error {
+	if err := w.lockAs(c); err != nil {
 		return err
 	}
 	defer w.unlock()

@@ -369,7 +369,8 @@ func (d *rwDir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 
 // Create implements vfs.Creator.
 func (d *rwDir) Create(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
-	ino, err := d.fs.w.Create(d.ino, name, mode, c.Uid, c.Gid)
+	cl := callerOf(c)
+	ino, err := d.fs.w.make(&cl, d.ino, name, S_IFREG|mode&07777, c.Uid, c.Gid, "")
 	if err != nil {
 		return nil, d.fs.check("ext4_create", err)
 	}
@@ -378,7 +379,8 @@ func (d *rwDir) Create(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
 
 // Mkdir implements vfs.Mkdirer.
 func (d *rwDir) Mkdir(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
-	ino, err := d.fs.w.Mkdir(d.ino, name, mode, c.Uid, c.Gid)
+	cl := callerOf(c)
+	ino, err := d.fs.w.make(&cl, d.ino, name, S_IFDIR|mode&07777, c.Uid, c.Gid, "")
 	if err != nil {
 		return nil, d.fs.check("ext4_mkdir", err)
 	}
@@ -387,7 +389,8 @@ func (d *rwDir) Mkdir(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
 
 // Symlink implements vfs.Symlinker.
 func (d *rwDir) Symlink(name, target string, c vfs.Cred) (vfs.Node, error) {
-	ino, err := d.fs.w.Symlink(d.ino, name, target, c.Uid, c.Gid)
+	cl := callerOf(c)
+	ino, err := d.fs.w.symlinkAs(&cl, d.ino, name, target, c.Uid, c.Gid)
 	if err != nil {
 		return nil, d.fs.check("ext4_symlink", err)
 	}
@@ -460,8 +463,13 @@ func (d *rwDir) Rename(oldName string, newDir vfs.Node, newName string) error {
 	if !ok {
 		return syscall.EXDEV
 	}
+	return d.rename(nil, oldName, nd, newName)
+}
+
+// renameAs is Rename acting for c (nil: the Writer's Caller).
+func (d *rwDir) rename(c *Caller, oldName string, nd *rwDir, newName string) error {
 	over := nd.lookupIno(newName)
-	err := d.fs.w.Rename(d.ino, oldName, nd.ino, newName)
+	err := d.fs.w.renameAs(c, d.ino, oldName, nd.ino, newName)
 	if err == nil && over != 0 {
 		d.fs.forget(over)
 	}
@@ -475,9 +483,10 @@ func (d *rwDir) RenameFlags(oldName string, newDir vfs.Node, newName string, fla
 	if !ok {
 		return syscall.EXDEV
 	}
+	cl := callerOf(c)
 	switch flags {
 	case 0:
-		return d.Rename(oldName, newDir, newName)
+		return d.rename(&cl, oldName, nd, newName)
 	case unix.RENAME_NOREPLACE:
 		if nd.lookupIno(newName) != 0 {
 			if d.lookupIno(oldName) == 0 {
@@ -485,9 +494,9 @@ func (d *rwDir) RenameFlags(oldName string, newDir vfs.Node, newName string, fla
 			}
 			return syscall.EEXIST
 		}
-		return d.Rename(oldName, newDir, newName)
+		return d.rename(&cl, oldName, nd, newName)
 	case unix.RENAME_EXCHANGE:
-		return d.fs.check("ext4_rename", d.fs.w.Exchange(d.ino, oldName, nd.ino, newName))
+		return d.fs.check("ext4_rename", d.fs.w.exchangeAs(&cl, d.ino, oldName, nd.ino, newName))
 	case unix.RENAME_WHITEOUT, unix.RENAME_WHITEOUT | unix.RENAME_NOREPLACE:
 		return d.fs.check("ext4_rename", d.renameWhiteout(oldName, nd, newName, flags, c))
 	}
@@ -533,16 +542,31 @@ type rwFile struct{ rwBase }
 func (*rwFile) FileType() uint32 { return S_IFREG }
 
 // Open implements vfs.Opener: the handle holds the inode, so an unlink
-// while it is open keeps the blocks until Release.
+// while it is open keeps the blocks until Release. Its writes act for the
+// Writer's Caller.
 func (f *rwFile) Open(flags int) (vfs.Handle, error) {
 	f.fs.w.Hold(f.ino)
 	return &rwHandle{fs: f.fs, ino: f.ino}, nil
+}
+
+// OpenCred implements vfs.CredOpener: Open, with writes, appends and
+// fallocate acting for c (only a caller that may take the blocks
+// reserved for root gets them).
+func (f *rwFile) OpenCred(flags int, c vfs.Cred) (vfs.Handle, error) {
+	f.fs.w.Hold(f.ino)
+	h := &rwHandle{fs: f.fs, ino: f.ino, caller: callerOf(c)}
+	h.as = &h.caller
+	return h, nil
 }
 
 // rwHandle is an open regular file of a read-write mount.
 type rwHandle struct {
 	fs  *rwFS
 	ino uint32
+	// as is who writes act for: &caller, or nil for the Writer's Caller.
+	// Both are set at open and never change.
+	as     *Caller
+	caller Caller
 }
 
 // Read implements vfs.Reader.
@@ -553,7 +577,7 @@ func (h *rwHandle) Read(p []byte, off int64) (int, error) {
 
 // Write implements vfs.Writer.
 func (h *rwHandle) Write(p []byte, off int64) (int, error) {
-	n, err := h.fs.w.WriteAt(h.ino, p, off)
+	n, err := h.fs.w.writeAtAs(h.as, h.ino, p, off)
 	return n, h.fs.check("ext4_file_write_iter", err)
 }
 
@@ -563,7 +587,7 @@ func (h *rwHandle) WriteIter(src iov.Iter, off int64) (int, error) {
 	done := 0
 	for src.Len() > 0 {
 		seg := src.Segment()
-		n, err := h.fs.w.WriteAt(h.ino, seg, off+int64(done))
+		n, err := h.fs.w.writeAtAs(h.as, h.ino, seg, off+int64(done))
 		done += n
 		if err != nil || n < len(seg) {
 			if done > 0 {
@@ -580,17 +604,17 @@ func (h *rwHandle) WriteIter(src iov.Iter, off int64) (int, error) {
 // caller's buffer, without a copy.
 func (h *rwHandle) Append(src iov.Iter) (int64, int, error) {
 	if seg := src.Segment(); len(seg) == src.Len() {
-		return h.fs.w.Append(h.ino, seg)
+		return h.fs.w.appendAs(h.as, h.ino, seg)
 	}
 	p := make([]byte, src.Len())
 	src.CopyIn(p)
-	off, n, err := h.fs.w.Append(h.ino, p)
+	off, n, err := h.fs.w.appendAs(h.as, h.ino, p)
 	return off, n, h.fs.check("ext4_file_write_iter", err)
 }
 
 // Fallocate implements vfs.Fallocater (rwfalloc.go).
 func (h *rwHandle) Fallocate(mode uint32, off, length int64) error {
-	return h.fs.w.Fallocate(h.ino, mode, off, length)
+	return h.fs.w.fallocateAs(h.as, h.ino, mode, off, length)
 }
 
 // Sync implements vfs.Syncer: it commits the running transaction (which

@@ -115,6 +115,11 @@ func (w *Writer) ReadAt(ino uint32, p []byte, off int64) (int, error) {
 // Append writes p at the end of regular file ino, atomically with other
 // writes, and returns where it landed.
 func (w *Writer) Append(ino uint32, p []byte) (int64, int, error) {
+	return w.appendAs(nil, ino, p)
+}
+
+// appendAs is Append acting for c (see lockAs).
+func (w *Writer) appendAs(c *Caller, ino uint32, p []byte) (int64, int, error) {
 	// The lock is dropped between reading the size and writing, so a
 	// concurrent append could interleave; appendMu serialises appends.
 	w.appendMu.Lock()
@@ -129,7 +134,7 @@ func (w *Writer) Append(ino uint32, p []byte) (int64, int, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	n, err := w.WriteAt(ino, p, off)
+	n, err := w.writeAtAs(c, ino, p, off)
 	return off, n, err
 }
 

@@ -41,16 +41,30 @@ import (
 	"runtime"
 	"syscall"
 
+	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
 // Caller is who the Writer's operations run for, as far as the blocks
 // reserved for root go (ext4_has_free_clusters): the zero value is root.
+//
+// Uid and Gid are the fsuid and fsgid, Groups the supplementary groups.
+// A caller with Uid 0 has CAP_SYS_RESOURCE unless NoSysResource; one with
+// another Uid has it only with SysResource (an effective uid 0 under
+// another fsuid).
 type Caller struct {
 	Uid, Gid uint32
 	Groups   []uint32
 	// NoSysResource: a caller with uid 0 without CAP_SYS_RESOURCE.
 	NoSysResource bool
+	// SysResource: a caller with another uid than 0 that has
+	// CAP_SYS_RESOURCE.
+	SysResource bool
+}
+
+// callerOf is the Caller of an operation run for c.
+func callerOf(c vfs.Cred) Caller {
+	return Caller{Uid: c.Uid, Gid: c.Gid, Groups: c.Groups, NoSysResource: !c.Capable, SysResource: c.Capable}
 }
 
 // allocClass is what an allocation may take (ext4_mb_new_blocks' flags).
@@ -82,9 +96,12 @@ func (w *Writer) rBlocks() uint64 {
 // rootBlocksOK reports whether the caller may take the root reserve:
 // s_resuid, a member of s_resgid (when not 0), or CAP_SYS_RESOURCE.
 func (w *Writer) rootBlocksOK() bool {
-	c := &w.Caller
+	c := w.cur
+	if c == nil {
+		c = &w.Caller
+	}
 	resuid, resgid := uint32(le16(w.sb, 0x50)), uint32(le16(w.sb, 0x52))
-	if c.Uid == resuid || (c.Uid == 0 && !c.NoSysResource) {
+	if c.Uid == resuid || c.SysResource || (c.Uid == 0 && !c.NoSysResource) {
 		return true
 	}
 	if resgid == 0 {
