@@ -18,7 +18,7 @@
 // Mallocs is the variant's allocations (the harness starts no goroutines,
 // so nothing else allocates meanwhile). Variants reuse their buffers.
 //
-// With Params.Turns above 1 (dax: 50), a measured round is split: the
+// With Params.Turns above 1 (dax and zero: 50), a measured round is split: the
 // variants take turns of Ops/Turns operations, alternating turn by turn
 // in the round's order, each turn timed alone and the heap counters read
 // between turns; a variant's round time is the sum of its turns, and its
