@@ -42,7 +42,13 @@ func (p *Proc) chdirLoc(loc location) error {
 // Getcwd returns the absolute path of the current directory, as getcwd(2)
 // does. A directory that has been removed gives ENOENT.
 func (p *Proc) Getcwd() (string, error) {
-	loc := *p.cwd.Load()
+	return p.pathOf(*p.cwd.Load())
+}
+
+// pathOf returns the absolute path of loc in p's namespace, by the names
+// under which each parent holds it; a location that is no longer linked
+// gives ENOENT.
+func (p *Proc) pathOf(loc location) (string, error) {
 	var parts []string
 	for {
 		if loc.node == loc.mnt.root {

@@ -34,6 +34,10 @@ type MountRequest struct {
 	Source string
 	Flags  uintptr // MS_* flags
 	Data   string  // file-system-specific options, comma-separated
+	// Target is the absolute path of the mount point in the calling
+	// process's namespace (ext4 records it in s_last_mounted); empty
+	// when it cannot be found.
+	Target string
 }
 
 // MountFunc creates a file system instance for a mount request. Its errors
@@ -294,7 +298,8 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 	if fn == nil {
 		return pathErr("mount", target, unix.ENODEV)
 	}
-	fs, err := fn(MountRequest{Proc: p, Source: source, Flags: flags, Data: data})
+	abs, _ := p.pathOf(loc)
+	fs, err := fn(MountRequest{Proc: p, Source: source, Flags: flags, Data: data, Target: abs})
 	if err != nil {
 		return pathErr("mount", source, err)
 	}

@@ -147,8 +147,9 @@ type mountOpts struct {
 	// superblock's s_errors then decides).
 	errors ErrorBehavior
 	// csumSet: journal_checksum was given (an error without a
-	// journal).
-	csumSet bool
+	// journal); noJCsum: nojournal_checksum was given after any
+	// journal_checksum.
+	csumSet, noJCsum bool
 	// delalloc: delalloc was given (conflicts with data=journal).
 	delalloc bool
 }
@@ -200,8 +201,9 @@ func parseOpts(data string) (mountOpts, error) {
 		case "noload", "norecovery":
 			o.noload = true
 		case "journal_checksum":
-			o.csumSet = true
+			o.csumSet, o.noJCsum = true, false
 		case "nojournal_checksum":
+			o.noJCsum = true
 		case "delalloc":
 			o.delalloc = true
 		case "dax", "dax=always":

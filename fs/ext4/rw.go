@@ -41,6 +41,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -178,6 +179,19 @@ type Writer struct {
 	// matter (rwspace.go), unless the operation names its own (lockAs);
 	// the zero value is root. Set it before the first operation.
 	Caller Caller
+	// MountPoint is what s_last_mounted gets at the first open of a
+	// regular file through the read-write mount (rwsuper.go); empty
+	// leaves it alone. Set it before the first operation.
+	MountPoint string
+	// sampled: s_last_mounted was looked at (rwsuper.go).
+	sampled atomic.Bool
+	// mounted: OpenWriter did the mount's superblock bookkeeping;
+	// mountState is s_state and kbStart s_kbytes_written as they were
+	// then (rwsuper.go). Set before OpenWriter returns.
+	mounted    bool
+	mountState uint16
+	kbStart    uint64
+
 	// cur is the caller of the running operation (nil: Caller). Under mu;
 	// lockAs sets it, unlock clears it.
 	cur *Caller
@@ -275,14 +289,22 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 	}
 	w.gen = le32(w.sb, 0x1A0) ^ uint32(time.Now().UnixNano()) // any value; e2fsck does not check it
 	tx.bs = int64(v.bs)
+	if !opt.readOnlyMount {
+		w.setupSuper() // rwsuper.go
+	}
 	if j != nil {
 		// The log is empty now; the superblock says the volume is in use
 		// (needs_recovery) until Close, as the kernel's mount does.
 		clearJournalErr(sb, j, opt.Logf)
+		if !opt.readOnlyMount {
+			w.setJournalFeatures() // rwsuper.go
+		}
 		if err := w.writeJSuper(0); err != nil {
 			return nil, err
 		}
 		binary.LittleEndian.PutUint32(w.sb[0x60:], le32(w.sb, 0x60)|incompatRecover)
+	}
+	if j != nil || w.mounted {
 		w.mu.Lock()
 		w.writeSuper()
 		w.unlock()
@@ -320,8 +342,11 @@ func (w *Writer) Close() error {
 	if err := w.freeOrphans(); err != nil {
 		return err
 	}
+	w.putSuper() // rwsuper.go
 	if w.j != nil {
 		binary.LittleEndian.PutUint32(w.sb[0x60:], le32(w.sb, 0x60)&^incompatRecover)
+	}
+	if w.j != nil || w.mounted {
 		if err := w.writeSuper(); err != nil {
 			return err
 		}
@@ -438,7 +463,7 @@ func (w *Writer) writeDesc(g uint32) error {
 
 // writeSuper recomputes the superblock checksum and writes it.
 func (w *Writer) writeSuper() error {
-	binary.LittleEndian.PutUint32(w.sb[0x30:], uint32(w.Now().Unix())) // s_wtime
+	w.updateSuper() // s_wtime, s_kbytes_written (rwsuper.go)
 	if w.v.rocompat&rocompatMetadataCsum != 0 {
 		binary.LittleEndian.PutUint32(w.sb[0x3FC:], crc32c(^uint32(0), w.sb[:0x3FC]))
 	}

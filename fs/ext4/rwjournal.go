@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -72,6 +73,15 @@ type txDev struct {
 	// FS.copyDax, dax.go) over the same device memory: file data reads
 	// of a dax mount (rwdax.go).
 	daxRead *FS
+	// written counts the bytes sent to dev (s_kbytes_written, rwsuper.go).
+	written atomic.Uint64
+}
+
+// devWrite is dev.WriteAt, counted in written.
+func (d *txDev) devWrite(p []byte, off int64) (int, error) {
+	n, err := d.dev.WriteAt(p, off)
+	d.written.Add(uint64(n))
+	return n, err
 }
 
 func (d *txDev) Size() int64 { return d.dev.Size() }
@@ -97,7 +107,7 @@ func (d *txDev) ReadAt(p []byte, off int64) (int, error) {
 // WriteAt is a metadata write: into the overlay, block by block.
 func (d *txDev) WriteAt(p []byte, off int64) (int, error) {
 	if d.bs == 0 {
-		return d.dev.WriteAt(p, off)
+		return d.devWrite(p, off)
 	}
 	for b := uint64(off / d.bs); int64(b)*d.bs < off+int64(len(p)); b++ {
 		blk, ok := d.over[b]
@@ -128,7 +138,7 @@ func (d *txDev) writeData(p []byte, off int64) error {
 	if d.dax != nil {
 		return d.copyDax(p, off)
 	}
-	n, err := d.dev.WriteAt(p, off)
+	n, err := d.devWrite(p, off)
 	if err == nil && n < len(p) {
 		err = syscall.EIO
 	}
@@ -303,7 +313,7 @@ func (w *Writer) commit() error {
 		}
 	}
 	for _, b := range blocks {
-		if n, err := d.dev.WriteAt(d.over[b], int64(b)*d.bs); err != nil || n < int(d.bs) {
+		if n, err := d.devWrite(d.over[b], int64(b)*d.bs); err != nil || n < int(d.bs) {
 			return fmt.Errorf("ext4: checkpoint of block %d: %w", b, nonNilErr(err))
 		}
 	}
@@ -345,7 +355,7 @@ func (w *Writer) writeJSuper(start uint32) error {
 }
 
 func (w *Writer) rawWrite(p []byte, off int64) error {
-	n, err := w.tx.dev.WriteAt(p, off)
+	n, err := w.tx.devWrite(p, off)
 	if err == nil && n < len(p) {
 		err = syscall.EIO
 	}
@@ -512,17 +522,24 @@ func openJournal(v *Volume, dev Device, sb []byte) (*journal, error) {
 	if bad := j.incompat &^ (jIncRevoke | jInc64bit | jIncCsumV3); bad != 0 {
 		return nil, &FeatureError{Feature: fmt.Sprintf("journal incompat %#x (read-write)", bad)}
 	}
-	j.csumV3 = j.incompat&jIncCsumV3 != 0
+	j.setIncompat(j.incompat)
+	j.seed = crc32c(^uint32(0), j.sb[0x30:0x40])
+	return j, nil
+}
+
+// setIncompat sets the journal's incompatible features and the log
+// format that follows from them.
+func (j *journal) setIncompat(incompat uint32) {
+	j.incompat = incompat
+	j.csumV3 = incompat&jIncCsumV3 != 0
 	switch {
 	case j.csumV3:
 		j.tagSize = 16
-	case j.incompat&jInc64bit != 0:
+	case incompat&jInc64bit != 0:
 		j.tagSize = 12
 	default:
 		j.tagSize = 8
 	}
-	j.seed = crc32c(^uint32(0), j.sb[0x30:0x40])
-	return j, nil
 }
 
 // recover replays the committed transactions of j from s_start, as

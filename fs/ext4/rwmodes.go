@@ -172,7 +172,10 @@ func (w *Writer) ReportError(op string, err error) {
 		return
 	}
 	recordError(sb, ce, op, now)
-	binary.LittleEndian.PutUint32(sb[0x30:], uint32(now.Unix())) // s_wtime
+	setTstamp(sb, sbWtime, sbWtimeHi, now.Unix()) // s_wtime (rwsuper.go)
+	if w.mounted {
+		binary.LittleEndian.PutUint64(sb[sbKbytesWritten:], w.kbStart+w.tx.written.Load()>>10)
+	}
 	if w.v.rocompat&rocompatMetadataCsum != 0 {
 		binary.LittleEndian.PutUint32(sb[0x3FC:], crc32c(^uint32(0), sb[:0x3FC]))
 	}

@@ -96,7 +96,7 @@ func mountRW(req vfs.MountRequest, opts mountOpts, logf func(string, ...any)) (v
 			return nil, err
 		}
 	}
-	w, err := OpenWriter(backingWDevice{backingDevice{b: b, size: block.ReadEnd(dev)}}, Options{Logf: logf, NoLoad: opts.noload})
+	w, err := OpenWriter(backingWDevice{backingDevice{b: b, size: block.ReadEnd(dev)}}, Options{Logf: logf, NoLoad: opts.noload, NoJournalChecksum: opts.noJCsum})
 	if err == nil {
 		if err = opts.checkJournalOpts(w.j != nil); err != nil {
 			w.Close()
@@ -111,6 +111,7 @@ func mountRW(req vfs.MountRequest, opts mountOpts, logf func(string, ...any)) (v
 		w.CommitInterval = opts.commit
 	}
 	w.Data, w.Errors = opts.data, opts.errors
+	w.MountPoint = req.Target
 	if da != nil {
 		w.UseDAX(da, mem)
 	}
@@ -545,6 +546,7 @@ func (*rwFile) FileType() uint32 { return S_IFREG }
 // while it is open keeps the blocks until Release. Its writes act for the
 // Writer's Caller.
 func (f *rwFile) Open(flags int) (vfs.Handle, error) {
+	f.fs.w.sampleLastMounted() // rwsuper.go
 	f.fs.w.Hold(f.ino)
 	return &rwHandle{fs: f.fs, ino: f.ino}, nil
 }
@@ -553,6 +555,7 @@ func (f *rwFile) Open(flags int) (vfs.Handle, error) {
 // fallocate acting for c (only a caller that may take the blocks
 // reserved for root gets them).
 func (f *rwFile) OpenCred(flags int, c vfs.Cred) (vfs.Handle, error) {
+	f.fs.w.sampleLastMounted() // rwsuper.go
 	f.fs.w.Hold(f.ino)
 	h := &rwHandle{fs: f.fs, ino: f.ino, caller: callerOf(c)}
 	h.as = &h.caller

@@ -107,7 +107,7 @@ func orphansReadOnly(req vfs.MountRequest, b *vfs.Backing, noload bool, logf fun
 		return err
 	}
 	defer wb.Release()
-	w, err := OpenWriter(wdev, Options{Logf: logf, NoLoad: noload, unreplayed: noload})
+	w, err := OpenWriter(wdev, Options{Logf: logf, NoLoad: noload, unreplayed: noload, readOnlyMount: true})
 	var fe *FeatureError
 	if errors.As(err, &fe) {
 		logf("ext4: orphan cleanup skipped: %v", err)

@@ -109,6 +109,14 @@ type Options struct {
 	// recovery: a read-only noload mount's orphan cleanup, which the
 	// kernel runs on the volume as it is (rwrecover.go).
 	unreplayed bool
+	// NoJournalChecksum (the nojournal_checksum mount option): a
+	// read-write mount's journal is written without checksums, also on a
+	// metadata_csum volume, whose journal otherwise gets csum v3
+	// (rwsuper.go).
+	NoJournalChecksum bool
+	// readOnlyMount: the Writer of a read-only mount's orphan cleanup,
+	// which does none of a mount's superblock bookkeeping (rwsuper.go).
+	readOnlyMount bool
 }
 
 // Volume is an open, read-only ext2/3/4 file system. All its methods are
