@@ -1,6 +1,7 @@
 package ext4
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand"
 	"os"
@@ -176,6 +177,84 @@ func TestWriterBlockMapLevels(t *testing.T) {
 			}
 			wum()
 			t.Logf("%d operations over every block map level and a 1500-entry directory (limit %d bytes): same results as the kernel, e2fsck clean, same bytes, holes and st_blocks", len(ops), limit)
+		})
+	}
+}
+
+// TestBlockMapWriteFullVolume: a write into the holes of a block-mapped
+// file on a full volume fails with ENOSPC, as the kernel's, and with a
+// few blocks free the holes inside i_size that the failed write_begin
+// mapped stay, zeroed (keepZeroed), and the write fails or stops short:
+// it once failed with EOPNOTSUPP there, from an extent-tree walk on the
+// block map.
+func TestBlockMapWriteFullVolume(t *testing.T) {
+	needMke2fs(t)
+	for _, typ := range []string{"ext2", "ext3"} {
+		t.Run(typ, func(t *testing.T) {
+			img := filepath.Join(t.TempDir(), "f.img")
+			mkfsRW(t, img, 2, "-t "+typ+" -b 1024")
+			b, err := os.ReadFile(img)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dev := memWDev(b)
+			w, err := OpenWriter(dev, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fill, err := w.Create(rootIno, "fill", 0o644, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// 64 KiB writes until one is short, then 1 KiB ones until
+			// nothing is left.
+			chunk := bytes.Repeat([]byte{0xAB}, 64<<10)
+			off, step := int64(0), len(chunk)
+			for {
+				n, err := w.WriteAt(fill, chunk[:step], off)
+				off += int64(n)
+				if err == syscall.ENOSPC && n == 0 && step == 1024 {
+					break
+				}
+				if err != nil && err != syscall.ENOSPC {
+					t.Fatalf("filling at %d: %v", off, err)
+				}
+				if n < step {
+					step = 1024
+				}
+			}
+			if st := w.Statfs(); st.Bfree > 2*uint64(w.resvClusters()) {
+				t.Fatalf("filled with %d blocks free", st.Bfree)
+			}
+			// A sparse file whose holes, inside its size, reach the
+			// double-indirect range.
+			g, err := w.Create(rootIno, "g", 0o644, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Truncate(g, 4<<20); err != nil {
+				t.Fatal(err)
+			}
+			for _, off := range []int64{0, 12 << 10, 300 << 10, 2 << 20} {
+				if n, err := w.WriteAt(g, chunk, off); err != syscall.ENOSPC || n != 0 {
+					t.Errorf("write at %d on the full volume: %d, %v; want 0, ENOSPC", off, n, err)
+				}
+			}
+			// A few blocks free again: a large write into holes maps
+			// what it can for its first folio, then fails or stops short.
+			if err := w.Truncate(fill, off-3<<10); err != nil {
+				t.Fatal(err)
+			}
+			for _, off := range []int64{300 << 10, 2 << 20} {
+				n, err := w.WriteAt(g, chunk, off)
+				if err != nil && err != syscall.ENOSPC || err == nil && (n == 0 || n >= len(chunk)) {
+					t.Errorf("write at %d with 3 blocks free: %d, %v; want ENOSPC or a short count", off, n, err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			e2fsckClean(t, checkedImage(t, t.TempDir(), dev))
 		})
 	}
 }

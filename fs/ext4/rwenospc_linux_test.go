@@ -314,11 +314,17 @@ func TestWriterENOSPCDifferential(t *testing.T) {
 		{"ext4-4k-uid1000", []string{"-b", "4096"}, "8M", 1000},
 		{"ext4-1k-fewinodes", []string{"-b", "1024", "-N", "64"}, "8M", 0},
 		{"ext4-1k-nocsum", []string{"-b", "1024", "-O", "^metadata_csum,uninit_bg"}, "4M", 0},
+		{"ext2-1k", []string{"-T", "ext2", "-b", "1024"}, "4M", 0},
+		{"ext3-1k-uid1000", []string{"-T", "ext3", "-b", "1024"}, "4M", 1000},
 	} {
 		t.Run(set.name, func(t *testing.T) {
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
-			args := append([]string{"-q", "-F", "-t", "ext4", "-E", fmt.Sprintf("lazy_itable_init=1,root_owner=%d:%d", set.uid, set.uid)}, set.mkfs...)
+			typ, mkfs := "ext4", set.mkfs
+			if mkfs[0] == "-T" { // the type, not a usage type
+				typ, mkfs = mkfs[1], mkfs[2:]
+			}
+			args := append([]string{"-q", "-F", "-t", typ, "-E", fmt.Sprintf("lazy_itable_init=1,root_owner=%d:%d", set.uid, set.uid)}, mkfs...)
 			if out, err := exec.Command("mke2fs", append(args, base, set.size)...).CombinedOutput(); err != nil {
 				t.Fatalf("mke2fs: %v\n%s", err, out)
 			}
@@ -551,17 +557,26 @@ func writerUnmapped(t *testing.T, w *Writer) int64 {
 		}
 		w.mu.Lock()
 		raw, err := w.getInode(ino)
-		for b := uint64(0); err == nil && b < 1<<32; {
-			var x *xpath
-			if x, err = w.xfind(ino, raw, uint32(b)); err != nil {
-				break
+		if err == nil && hasBlockMap(raw) {
+			var exts []wext
+			if exts, err = w.loadBlockMap(ino, raw); err == nil {
+				for _, e := range exts {
+					mapped += int64(e.n)
+				}
 			}
-			e, ok, holeEnd := x.at(uint32(b))
-			if ok {
-				mapped += int64(e.end() - b)
-				b = e.end()
-			} else {
-				b = holeEnd
+		} else {
+			for b := uint64(0); err == nil && b < 1<<32; {
+				var x *xpath
+				if x, err = w.xfind(ino, raw, uint32(b)); err != nil {
+					break
+				}
+				e, ok, holeEnd := x.at(uint32(b))
+				if ok {
+					mapped += int64(e.end() - b)
+					b = e.end()
+				} else {
+					b = holeEnd
+				}
 			}
 		}
 		w.mu.Unlock()
@@ -671,6 +686,15 @@ func writerExtentCount(t *testing.T, w *Writer, p string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	raw, err := w.getInode(ino)
+	if err == nil && hasBlockMap(raw) {
+		// Runs of consecutive physical blocks, as FIEMAP reports a
+		// block-mapped file.
+		exts, err := w.loadBlockMap(ino, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(exts)
+	}
 	n := 0
 	for b := uint64(0); err == nil && b < 1<<32; {
 		var x *xpath

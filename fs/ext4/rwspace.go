@@ -394,22 +394,44 @@ func (w *Writer) folioOrder() int {
 	return maxFolioOrder
 }
 
+// mappedAt reports whether block b of ino is mapped (written or
+// unwritten) and where its run or hole ends, for an extent tree or a
+// block map.
+func (w *Writer) mappedAt(ino uint32, raw []byte, b uint64) (ok bool, end uint64, err error) {
+	if iFlags(raw)&FlagExtents == 0 {
+		exts, err := w.loadBlockMap(ino, raw)
+		if err != nil {
+			return false, 0, err
+		}
+		_, ok, end := extAt(exts, b)
+		return ok, end, nil
+	}
+	x, err := w.xfind(ino, raw, uint32(b))
+	if err != nil {
+		return false, 0, err
+	}
+	e, ok, holeEnd := x.at(uint32(b))
+	if ok {
+		return true, uint64(e.end()), nil
+	}
+	return false, holeEnd, nil
+}
+
 // keepZeroed gives the holes of blocks [lo, hi) of ino zeroed blocks, in
 // order, as far as ordinary allocations may go (a failed write_begin's
 // new buffers).
 func (w *Writer) keepZeroed(ino uint32, raw []byte, lo, hi uint64) error {
 	bs := w.v.bs
 	for b := lo; b < hi; {
-		x, err := w.xfind(ino, raw, uint32(b))
+		ok, runEnd, err := w.mappedAt(ino, raw, b)
 		if err != nil {
 			return err
 		}
-		e, ok, holeEnd := x.at(uint32(b))
 		if ok {
-			b = e.end()
+			b = runEnd
 			continue
 		}
-		end := min(hi, holeEnd)
+		end := min(hi, runEnd)
 		zeros := make([]byte, (end-b)*bs) // a rare path: the volume is full
 		w.aclass, w.tclass = allocNormal, allocNormal
 		n, err := w.writeData(ino, raw, zeros, int64(b*bs))
