@@ -25,10 +25,11 @@ package ext4
 //     and moved to a block when the kernel moves them (fs/ext4/inline.c).
 //   - refused with a *FeatureError naming the feature:
 //     bigalloc, encrypt, casefold, ea_inode, mmp, quota, project, verity,
-//     orphan_present, needs_recovery without a journal, journal csum v2,
-//     async_commit and fast_commit, external journals, and volumes
-//     without filetype, orphan_file (the orphan list kept is
-//     s_last_orphan's, rworphan.go).
+//     orphan_present without orphan_file, needs_recovery without a
+//     journal, journal csum v2, async_commit and fast_commit, external
+//     journals, and volumes without filetype.
+//   - orphan_file (rworphanfile.go): orphans in the orphan file's slots,
+//     the s_last_orphan list when it is full (rworphan.go).
 //   - BLOCK_UNINIT groups get their bitmap built (ext4_init_block_bitmap)
 //     when first allocated from.
 //
@@ -81,7 +82,6 @@ var writeRefusedRocompat = []struct {
 	{0x1000, "readonly"},
 	{0x2000, "project"},
 	{0x8000, "verity"},
-	{0x10000, "orphan_present"},
 	{0x80, "has_snapshot"},
 }
 
@@ -104,8 +104,8 @@ func (v *Volume) writeRefusal(journal bool) string {
 	if !v.linuxOS {
 		return "creator OS other than Linux"
 	}
-	if v.compat&compatOrphanFile != 0 {
-		return "orphan_file"
+	if v.rocompat&rocompatOrphanPresent != 0 && v.compat&compatOrphanFile == 0 {
+		return "orphan_present without orphan_file"
 	}
 	return ""
 }
@@ -191,6 +191,10 @@ type Writer struct {
 	mounted    bool
 	mountState uint16
 	kbStart    uint64
+
+	// ofile is the orphan file, nil without orphan_file (rworphanfile.go).
+	// Under mu.
+	ofile *orphanFile
 
 	// cur is the caller of the running operation (nil: Caller). Under mu;
 	// lockAs sets it, unlock clears it.
@@ -310,6 +314,11 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 		w.unlock()
 		if w.err != nil {
 			return nil, w.err
+		}
+	}
+	if v.compat&compatOrphanFile != 0 {
+		if err := w.openOrphanFile(); err != nil { // rworphanfile.go
+			return nil, err
 		}
 	}
 	if err := w.cleanupOrphans(); err != nil {

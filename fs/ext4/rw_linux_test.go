@@ -47,6 +47,9 @@ func (d memWDev) WriteAt(p []byte, off int64) (int, error) {
 var rwFeatureSets = []struct{ name, opts string }{
 	{"ext4", ""}, // mke2fs.conf's ext4: has_journal,extent,huge_file,flex_bg,metadata_csum,64bit,dir_nlink,extra_isize,dir_index...
 	{"ext4-nocsum", "^metadata_csum,uninit_bg"},
+	// e2fsprogs' upstream default (mke2fs.conf.in since 1.47.0), which
+	// Debian's configuration here leaves out: the orphan file.
+	{"ext4-upstream", "orphan_file,metadata_csum_seed"},
 	{"ext4-nojournal-32bit", "^has_journal,^64bit"},
 	{"ext4-128inode", "^metadata_csum,^flex_bg"},
 	// Block-mapped (rwblockmap.go): 1 KiB blocks, so sequences reach the

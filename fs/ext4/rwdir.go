@@ -725,7 +725,9 @@ func (w *Writer) dropLink(parent, ino uint32, raw []byte, isDir bool, now time.T
 	if iLinks(raw) == 0 {
 		if w.held[ino] > 0 {
 			w.orphan[ino] = true // freed by the last Unhold
-			w.orphanAdd(ino, raw)
+			if err := w.orphanAdd(ino, raw); err != nil {
+				return err
+			}
 			return w.putInode(ino, raw)
 		}
 		return w.releaseInode(ino, raw, false)

@@ -9,8 +9,8 @@ package ext4
 // links is freed, one with links (a truncate cut short) loses the blocks
 // past its size. So a crash with open unlinked files leaks nothing.
 //
-// Volumes with orphan_file (COMPAT_ORPHAN_FILE) are refused read-write
-// (writeRefusal).
+// On a volume with orphan_file and a journal, orphans go to the orphan
+// file first (rworphanfile.go).
 //
 // Locking: everything here runs under the Writer's mu.
 
@@ -27,11 +27,16 @@ func nextOrphan(raw []byte) uint32 { return le32(raw, 0x14) }
 
 func setNextOrphan(raw []byte, ino uint32) { binary.LittleEndian.PutUint32(raw[0x14:], ino) }
 
-// orphanAdd puts ino (raw, written by the caller, as is the superblock)
-// at the head of the on-disk list, as ext4_orphan_add.
-func (w *Writer) orphanAdd(ino uint32, raw []byte) {
+// orphanAdd records ino as an orphan, as ext4_orphan_add: in the orphan
+// file when it has a free slot, else at the head of the on-disk list
+// (raw and the superblock are then the caller's to write).
+func (w *Writer) orphanAdd(ino uint32, raw []byte) error {
+	if ok, err := w.orphanFileAdd(ino); ok || err != nil {
+		return err
+	}
 	setNextOrphan(raw, le32(w.sb, sbLastOrphan))
 	binary.LittleEndian.PutUint32(w.sb[sbLastOrphan:], ino)
+	return nil
 }
 
 // orphanDel takes ino off the on-disk list (ext4_orphan_del): its
@@ -39,6 +44,9 @@ func (w *Writer) orphanAdd(ino uint32, raw []byte) {
 // i_dtime is cleared in raw (written by the caller). An inode not on the
 // list is left alone.
 func (w *Writer) orphanDel(ino uint32, raw []byte) error {
+	if ok, err := w.orphanFileDel(ino); ok || err != nil {
+		return err
+	}
 	next := nextOrphan(raw)
 	setNextOrphan(raw, 0)
 	cur := le32(w.sb, sbLastOrphan)
@@ -65,7 +73,11 @@ func (w *Writer) orphanDel(ino uint32, raw []byte) error {
 // to its size (links left: a truncate the crash interrupted). A volume
 // marked with errors only has its list cleared, as the kernel does.
 func (w *Writer) cleanupOrphans() error {
-	if le32(w.sb, sbLastOrphan) == 0 {
+	inFile := w.orphanFileEntries() // rworphanfile.go
+	// A read-only mount's cleanup ends as ext4_mark_recovery_complete:
+	// ORPHAN_PRESENT goes once the orphan file is empty.
+	present := !w.mounted && le32(w.sb, 0x64)&rocompatOrphanPresent != 0
+	if le32(w.sb, sbLastOrphan) == 0 && len(inFile) == 0 && !present {
 		return nil
 	}
 	if err := w.lock(); err != nil {
@@ -73,7 +85,15 @@ func (w *Writer) cleanupOrphans() error {
 	}
 	defer w.unlock()
 	defer w.writeSuper()
+	if present {
+		defer func() {
+			if len(w.ofile.slot) == 0 {
+				binary.LittleEndian.PutUint32(w.sb[0x64:], le32(w.sb, 0x64)&^rocompatOrphanPresent)
+			}
+		}()
+	}
 	if le16(w.sb, 0x3A)&stateErrorFS != 0 {
+		// The list is cleared, the orphan file left as it is.
 		binary.LittleEndian.PutUint32(w.sb[sbLastOrphan:], 0)
 		return nil
 	}
@@ -83,37 +103,53 @@ func (w *Writer) cleanupOrphans() error {
 		if ino == 0 {
 			break
 		}
-		w.orphan[ino] = true // readable with no links while it is processed
-		raw, err := w.getInode(ino)
-		delete(w.orphan, ino)
-		if err != nil {
+		if err := w.processOrphan(ino, &freed, &cut); err != nil {
 			return err
 		}
-		if err := w.orphanDel(ino, raw); err != nil {
+	}
+	// Then the orphan file's, in slot order, as ext4_orphan_cleanup.
+	for _, ino := range inFile {
+		if err := w.processOrphan(ino, &freed, &cut); err != nil {
 			return err
 		}
-		if iLinks(raw) == 0 {
-			if w.iBlocks(raw) != 0 {
-				touch(raw, w.Now(), tMtime, tCtime) // ext4_evict_inode's ext4_truncate
-			}
-			if err := w.releaseInode(ino, raw, iMode(raw)&S_IFMT == S_IFDIR); err != nil {
-				return err
-			}
-			freed++
-			continue
-		}
-		if iMode(raw)&S_IFMT == S_IFREG && iFlags(raw)&FlagExtents != 0 {
-			if err := w.cutBlocks(ino, raw, iSize(raw)); err != nil {
-				return err
-			}
-			touch(raw, w.Now(), tMtime, tCtime) // ext4_truncate's
-		}
-		if err := w.putInode(ino, raw); err != nil {
-			return err
-		}
-		cut++
 	}
 	w.v.opt.Logf("ext4: orphan cleanup: %d inodes freed, %d truncated", freed, cut)
+	return nil
+}
+
+// processOrphan is ext4_process_orphan for ino: off the list or out of
+// the orphan file, then freed (no links) or cut to its size (links left:
+// a truncate the crash interrupted).
+func (w *Writer) processOrphan(ino uint32, freed, cut *int) error {
+	w.orphan[ino] = true // readable with no links while it is processed
+	raw, err := w.getInode(ino)
+	delete(w.orphan, ino)
+	if err != nil {
+		return err
+	}
+	if err := w.orphanDel(ino, raw); err != nil {
+		return err
+	}
+	if iLinks(raw) == 0 {
+		if w.iBlocks(raw) != 0 {
+			touch(raw, w.Now(), tMtime, tCtime) // ext4_evict_inode's ext4_truncate
+		}
+		if err := w.releaseInode(ino, raw, iMode(raw)&S_IFMT == S_IFDIR); err != nil {
+			return err
+		}
+		*freed++
+		return nil
+	}
+	if iMode(raw)&S_IFMT == S_IFREG && iFlags(raw)&FlagExtents != 0 {
+		if err := w.cutBlocks(ino, raw, iSize(raw)); err != nil {
+			return err
+		}
+		touch(raw, w.Now(), tMtime, tCtime) // ext4_truncate's
+	}
+	if err := w.putInode(ino, raw); err != nil {
+		return err
+	}
+	*cut++
 	return nil
 }
 

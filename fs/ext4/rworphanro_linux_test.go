@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -28,6 +29,38 @@ import (
 )
 
 // orphanImages makes the test's images with orphans on disk.
+// orphanFileBlocks lists the blocks of img's orphan file (none without
+// one).
+func orphanFileBlocks(t *testing.T, img []byte) map[int]bool {
+	t.Helper()
+	out := map[int]bool{}
+	ino := binary.LittleEndian.Uint32(img[1024+0x280:])
+	if binary.LittleEndian.Uint32(img[1024+0x5C:])&0x1000 == 0 || ino == 0 {
+		return out
+	}
+	v, err := ext4.Open(memDev(img), ext4.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	in, err := v.Inode(ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c ext4.ExtentCache
+	for l := uint64(0); l < in.Size/uint64(v.BlockSize()); {
+		m, err := v.MapBlocks(in, &c, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := l - m.Logical; k < m.Len; k++ {
+			out[int(m.Physical+k)] = true
+		}
+		l = m.Logical + m.Len
+	}
+	return out
+}
+
 func orphanImages(t *testing.T) map[string][]byte {
 	out := map[string][]byte{}
 
@@ -54,76 +87,86 @@ func orphanImages(t *testing.T) map[string][]byte {
 	out["truncating"] = b
 
 	// Files open and unlinked on a live kernel mount, copied after syncfs
-	// (needs_recovery; the list in the journal and the superblock).
-	img = mkImage(t, 16<<10, func(testing.TB, string) {}, "-t", "ext4")
-	mnt, um, err = hostLoopMount(t, img, false, 0, "commit=600")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fds []int
-	for i := 0; i < 4; i++ {
-		p := filepath.Join(mnt, fmt.Sprintf("f%d", i))
-		if err := os.WriteFile(p, bytes.Repeat([]byte{byte('a' + i)}, 30000*(i+1)), 0o644); err != nil {
-			t.Fatal(err)
+	// (needs_recovery; the list in the journal and the superblock), and
+	// the same left by a Writer never closed (a crash copy); with
+	// orphan_file (the default of e2fsprogs upstream), the orphans are in
+	// the orphan file and the superblock has ORPHAN_PRESENT.
+	for _, v := range []struct{ suffix, features string }{{"", ""}, {"-orphan_file", "orphan_file,metadata_csum_seed"}} {
+		args := []string{"-t", "ext4"}
+		if v.features != "" {
+			args = append(args, "-O", v.features)
 		}
-		if i%2 == 0 {
-			fd, err := unix.Open(p, unix.O_RDONLY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fds = append(fds, fd)
-			os.Remove(p)
-		}
-	}
-	mfd, err := unix.Open(mnt, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = unix.Syncfs(mfd)
-	unix.Close(mfd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err = os.ReadFile(img)
-	for _, fd := range fds {
-		unix.Close(fd)
-	}
-	um()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out["kernel-unlinked-open"] = b
-
-	// The same left by a Writer never closed (a crash copy).
-	img = mkImage(t, 16<<10, func(testing.TB, string) {}, "-t", "ext4")
-	b, err = os.ReadFile(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := memWDev{memDev(b)}
-	w, err := ext4.OpenWriter(dev, ext4.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 4; i++ {
-		ino, err := w.Create(2, fmt.Sprintf("f%d", i), 0o644, 0, 0)
+		img = mkImage(t, 16<<10, func(testing.TB, string) {}, args...)
+		mnt, um, err = hostLoopMount(t, img, false, 0, "commit=600")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.WriteAt(ino, bytes.Repeat([]byte{byte('a' + i)}, 30000*(i+1)), 0); err != nil {
-			t.Fatal(err)
-		}
-		if i%2 == 0 {
-			w.Hold(ino)
-			if err := w.Unlink(2, fmt.Sprintf("f%d", i)); err != nil {
+		var fds []int
+		for i := 0; i < 4; i++ {
+			p := filepath.Join(mnt, fmt.Sprintf("f%d", i))
+			if err := os.WriteFile(p, bytes.Repeat([]byte{byte('a' + i)}, 30000*(i+1)), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			if i%2 == 0 {
+				fd, err := unix.Open(p, unix.O_RDONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fds = append(fds, fd)
+				os.Remove(p)
+			}
 		}
+		mfd, err := unix.Open(mnt, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = unix.Syncfs(mfd)
+		unix.Close(mfd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err = os.ReadFile(img)
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		um()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["kernel-unlinked-open"+v.suffix] = b
+
+		img = mkImage(t, 16<<10, func(testing.TB, string) {}, args...)
+		b, err = os.ReadFile(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev := memWDev{memDev(b)}
+		w, err := ext4.OpenWriter(dev, ext4.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 4; i++ {
+			ino, err := w.Create(2, fmt.Sprintf("f%d", i), 0o644, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.WriteAt(ino, bytes.Repeat([]byte{byte('a' + i)}, 30000*(i+1)), 0); err != nil {
+				t.Fatal(err)
+			}
+			if i%2 == 0 {
+				w.Hold(ino)
+				if err := w.Unlink(2, fmt.Sprintf("f%d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		out["iovfs-unlinked-open"+v.suffix] = bytes.Clone(dev.memDev)
 	}
-	out["iovfs-unlinked-open"] = bytes.Clone(dev.memDev)
 	for name, b := range out {
-		if binary.LittleEndian.Uint32(b[1024+0xE8:]) == 0 {
-			t.Fatalf("%s: no orphan list on disk", name)
+		list := binary.LittleEndian.Uint32(b[1024+0xE8:]) != 0
+		present := binary.LittleEndian.Uint32(b[1024+0x64:])&0x10000 != 0 // ORPHAN_PRESENT
+		if strings.HasSuffix(name, "-orphan_file") && (list || !present) || !strings.HasSuffix(name, "-orphan_file") && !list {
+			t.Fatalf("%s: orphans not where they belong: s_last_orphan %v, ORPHAN_PRESENT %v", name, list, present)
 		}
 	}
 	return out
@@ -193,6 +236,25 @@ func TestReadOnlyMountOrphans(t *testing.T) {
 					}
 				}
 				diff = rest
+				// Without its journal (noload) the kernel clears orphan
+				// file slots without the block checksum, which only its
+				// jbd2 trigger sets: its image keeps the stale checksum
+				// and fails e2fsck ("Orphan file block is not clean").
+				// iovfs sets the checksum.
+				staleOF := false
+				if opts == "noload" {
+					ofb := orphanFileBlocks(t, theirs)
+					rest = rest[:0]
+					for _, b := range diff {
+						blk := func(x []byte) []byte { return x[b*bs : (b+1)*bs] }
+						if ofb[b] && bytes.Equal(blk(ours)[:bs-4], blk(theirs)[:bs-4]) && bytes.Equal(blk(theirs)[bs-4:], blk(img)[bs-4:]) {
+							staleOF = true
+							continue
+						}
+						rest = append(rest, b)
+					}
+					diff = rest
+				}
 				if len(diff) != 0 {
 					t.Errorf("blocks differing from the kernel's: %v", diff)
 					for _, b := range diff[:1] {
@@ -208,7 +270,9 @@ func TestReadOnlyMountOrphans(t *testing.T) {
 					t.Errorf("s_last_orphan after the mount: iovfs %d, kernel %d", lo(ours), lo(theirs))
 				}
 				e2fsckN(t, ours)
-				e2fsckN(t, theirs)
+				if !staleOF {
+					e2fsckN(t, theirs)
+				}
 				t.Logf("%d files compared; the kernel's cleanup changed %d blocks outside the journal and the superblock, iovfs's the same", files, changed)
 
 				// A read-only device: no cleanup, nothing written.

@@ -91,7 +91,10 @@ func orphansReadOnly(req vfs.MountRequest, b *vfs.Backing, noload bool, logf fun
 	if err := readFull(bd, sb, sbOffset); err != nil {
 		return err
 	}
-	if le16(sb, 0x38) != sbMagic || le32(sb, sbLastOrphan) == 0 {
+	// Orphans on the list, or in an orphan file a read-write mount left
+	// marked ORPHAN_PRESENT.
+	inFile := le32(sb, 0x5C)&compatOrphanFile != 0 && le32(sb, 0x64)&rocompatOrphanPresent != 0
+	if le16(sb, 0x38) != sbMagic || le32(sb, sbLastOrphan) == 0 && !inFile {
 		return nil
 	}
 	if dev.ReadOnly() {

@@ -18,13 +18,13 @@ package ext4
 //     volume is in use (so that e2fsck -p checks a volume left by a
 //     crash, as needs_recovery does for a journalled one); s_max_mnt_count
 //     0 becomes EXT4_DFL_MAX_MNT_COUNT; s_mnt_count is incremented and
-//     s_mtime set.
+//     s_mtime set; with a journal and orphan_file, ORPHAN_PRESENT is set.
 //   - At every superblock write: s_wtime, and s_kbytes_written (its value
 //     at the mount plus the bytes the Writer has sent to the device
 //     since, in KiB, as the kernel counts the block device's written
 //     sectors).
 //   - At Close: s_state is what it was at the mount, with EXT4_ERROR_FS
-//     if an error was recorded since.
+//     if an error was recorded since, and ORPHAN_PRESENT is cleared.
 //   - At the first open of a regular file: s_last_mounted gets MountPoint
 //     when it holds something else and fits in 63 bytes.
 //
@@ -120,6 +120,9 @@ func (w *Writer) setupSuper() {
 	}
 	binary.LittleEndian.PutUint16(sb[sbMntCount:], le16(sb, sbMntCount)+1)
 	setTstamp(sb, sbMtime, sbMtimeHi, now)
+	if w.j != nil && w.v.compat&compatOrphanFile != 0 {
+		binary.LittleEndian.PutUint32(sb[0x64:], le32(sb, 0x64)|rocompatOrphanPresent)
+	}
 	w.mounted = true
 }
 
@@ -131,6 +134,7 @@ func (w *Writer) putSuper() {
 	}
 	st := w.mountState | le16(w.sb, sbState)&stateErrorFS
 	binary.LittleEndian.PutUint16(w.sb[sbState:], st)
+	binary.LittleEndian.PutUint32(w.sb[0x64:], le32(w.sb, 0x64)&^rocompatOrphanPresent)
 }
 
 // updateSuper is what ext4_update_super sets at every superblock write

@@ -29,7 +29,7 @@ import (
 // sbFields are the superblock fields a mount changes.
 type sbFields struct {
 	mntCount, maxMntCount, state uint16
-	incompat                     uint32
+	incompat, rocompat           uint32
 	mtime, wtime                 int64
 	lastMounted                  string
 	kbytesWritten                uint64
@@ -44,6 +44,7 @@ func readSB(img []byte) sbFields {
 		maxMntCount:   le.Uint16(sb[0x36:]),
 		state:         le.Uint16(sb[0x3A:]),
 		incompat:      le.Uint32(sb[0x60:]),
+		rocompat:      le.Uint32(sb[0x64:]),
 		mtime:         ts(0x2C, 0x275),
 		wtime:         ts(0x30, 0x274),
 		lastMounted:   string(bytes.TrimRight(sb[0x88:0xC8], "\x00")),
@@ -121,6 +122,7 @@ func TestMountBookkeepingKernel(t *testing.T) {
 		{"ext4-maxmnt0", []string{"-t", "ext4"}, "max_mnt_count 0", "/media/disk", ""},
 		{"ext4-nocsum-no64bit", []string{"-t", "ext4", "-O", "^metadata_csum,^64bit"}, "", "/media/disk", ""},
 		{"ext3", []string{"-t", "ext3"}, "", "/media/disk", ""},
+		{"ext4-orphan_file", []string{"-t", "ext4", "-O", "orphan_file,metadata_csum_seed"}, "", "/media/disk", ""},
 		{"ext4-nojournal_checksum", []string{"-t", "ext4"}, "", "/media/disk", "nojournal_checksum"},
 		{"ext4-journal_checksum-last-no", []string{"-t", "ext4"}, "", "/media/disk", "journal_checksum,nojournal_checksum"},
 		// A mount point of 64 bytes is not recorded (d_path into 64 bytes).
@@ -211,10 +213,10 @@ func TestMountBookkeepingKernel(t *testing.T) {
 				kernel, iovfs []byte
 			}{{"while mounted", kDuring, oDuring}, {"after the unmount", kAfter, oAfter}} {
 				k, o := readSB(c.kernel), readSB(c.iovfs)
-				if k.mntCount != o.mntCount || k.maxMntCount != o.maxMntCount || k.state != o.state || k.incompat != o.incompat {
-					t.Errorf("%s: mount count, max, state, incompat: kernel %d %d %#x %#x, iovfs %d %d %#x %#x (before %d %d %#x %#x)", c.when,
-						k.mntCount, int16(k.maxMntCount), k.state, k.incompat, o.mntCount, int16(o.maxMntCount), o.state, o.incompat,
-						before.mntCount, int16(before.maxMntCount), before.state, before.incompat)
+				if k.mntCount != o.mntCount || k.maxMntCount != o.maxMntCount || k.state != o.state || k.incompat != o.incompat || k.rocompat != o.rocompat {
+					t.Errorf("%s: mount count, max, state, incompat, ro_compat: kernel %d %d %#x %#x %#x, iovfs %d %d %#x %#x %#x (before %d %d %#x %#x %#x)", c.when,
+						k.mntCount, int16(k.maxMntCount), k.state, k.incompat, k.rocompat, o.mntCount, int16(o.maxMntCount), o.state, o.incompat, o.rocompat,
+						before.mntCount, int16(before.maxMntCount), before.state, before.incompat, before.rocompat)
 				}
 				for _, x := range []struct {
 					who string
