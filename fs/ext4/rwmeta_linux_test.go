@@ -694,7 +694,8 @@ func orphanDiff(t *testing.T, img []byte) (freed, cut int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for b := 1; b*bs < len(img); b++ {
+	skip[uint64(1024/bs)] = true // the superblock's block
+	for b := 0; b*bs < len(img); b++ {
 		if !skip[uint64(b)] && !bytes.Equal(ours[b*bs:(b+1)*bs], theirs[b*bs:(b+1)*bs]) {
 			t.Errorf("block %d differs from the kernel's", b)
 		}
@@ -851,5 +852,64 @@ func TestWriterSharedXattrBlocks(t *testing.T) {
 	sameXattrState(t, kb, tw.dev, files)
 	if le32(kb, 1024+0xC) != le32(tw.dev, 1024+0xC) {
 		t.Errorf("free blocks: kernel %d, iovfs %d", le32(kb, 1024+0xC), le32(tw.dev, 1024+0xC))
+	}
+}
+
+// TestWriterOrphanFileFull: with every slot of the orphan file taken, an
+// orphan goes on the s_last_orphan list, as ext4_orphan_add falls back;
+// a crash copy with orphans in both is cleaned up by OpenWriter as by
+// the kernel (orphanDiff: the same blocks and tree).
+func TestWriterOrphanFileFull(t *testing.T) {
+	needRoot(t)
+	needMke2fs(t)
+	img := filepath.Join(t.TempDir(), "o.img")
+	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-b", "1024", "-O", "orphan_file,metadata_csum_seed", "-E", "lazy_itable_init=1,orphan_file_size=2", img, "16M").CombinedOutput(); err != nil {
+		t.Fatalf("mke2fs: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := memWDev(b)
+	w, err := OpenWriter(dev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.ofile == nil {
+		t.Fatal("no orphan file")
+	}
+	if len(w.ofile.blks) != 2 {
+		t.Fatalf("orphan file of %d blocks, want 2", len(w.ofile.blks))
+	}
+	slots := 2 * w.orphanPerBlock() // 508
+	const n = 520
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("f%d", i)
+		ino, err := w.Create(rootIno, name, 0o644, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.WriteAt(ino, []byte("data"), 0); err != nil {
+			t.Fatal(err)
+		}
+		w.Hold(ino)
+		if err := w.Unlink(rootIno, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inFile, onList := len(w.ofile.slot), 0
+	for ino := le32(w.sb, sbLastOrphan); ino != 0 && onList <= n; onList++ {
+		raw, err := w.getInode(ino)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ino = nextOrphan(raw)
+	}
+	if inFile != slots || onList != n-slots {
+		t.Fatalf("%d orphans in the file, %d on the list; want %d and %d", inFile, onList, slots, n-slots)
+	}
+	crash := bytes.Clone(dev) // never closed
+	if freed, cut := orphanDiff(t, crash); freed != n || cut != 0 {
+		t.Fatalf("cleanup freed %d, cut %d; want %d, 0", freed, cut, n)
 	}
 }
