@@ -293,6 +293,13 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 	}
 	w.gen = le32(w.sb, 0x1A0) ^ uint32(time.Now().UnixNano()) // any value; e2fsck does not check it
 	tx.bs = int64(v.bs)
+	// The orphan file is checked before anything is written: a damaged
+	// one refuses the volume as it is.
+	if v.compat&compatOrphanFile != 0 {
+		if err := w.openOrphanFile(); err != nil { // rworphanfile.go
+			return nil, err
+		}
+	}
 	if !opt.readOnlyMount {
 		w.setupSuper() // rwsuper.go
 	}
@@ -314,11 +321,6 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 		w.unlock()
 		if w.err != nil {
 			return nil, w.err
-		}
-	}
-	if v.compat&compatOrphanFile != 0 {
-		if err := w.openOrphanFile(); err != nil { // rworphanfile.go
-			return nil, err
 		}
 	}
 	if err := w.cleanupOrphans(); err != nil {

@@ -9,6 +9,8 @@ package ext4
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -911,5 +913,51 @@ func TestWriterOrphanFileFull(t *testing.T) {
 	crash := bytes.Clone(dev) // never closed
 	if freed, cut := orphanDiff(t, crash); freed != n || cut != 0 {
 		t.Fatalf("cleanup freed %d, cut %d; want %d, 0", freed, cut, n)
+	}
+}
+
+// TestWriterOrphanFileCorrupt: a damaged orphan file (bad magic, bad
+// checksum, an inode number that names a directory, a size past any
+// mke2fs makes) refuses the volume read-write with a *CorruptError and
+// leaves the image as it was, as the kernel's mount fails.
+func TestWriterOrphanFileCorrupt(t *testing.T) {
+	needMke2fs(t)
+	img := filepath.Join(t.TempDir(), "o.img")
+	mkfsRW(t, img, 16, "orphan_file,metadata_csum_seed")
+	orig, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := OpenWriter(memWDev(bytes.Clone(orig)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ofb, bs := w.ofile.phys[1], int(w.v.bs)
+	w.Close()
+	for _, tc := range []struct {
+		name   string
+		damage func(b []byte)
+	}{
+		{"magic", func(b []byte) { b[int(ofb)*bs+bs-8] ^= 1 }},
+		{"checksum", func(b []byte) { b[int(ofb)*bs+5] = 7 }}, // a slot changed, the checksum not
+		{"inum-directory", func(b []byte) { binary.LittleEndian.PutUint32(b[1024+sbOrphanFileInum:], rootIno) }},
+		{"inum-zero", func(b []byte) { binary.LittleEndian.PutUint32(b[1024+sbOrphanFileInum:], 0) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := bytes.Clone(orig)
+			tc.damage(b)
+			if tc.name[:4] == "inum" { // the superblock's checksum follows the change
+				binary.LittleEndian.PutUint32(b[1024+0x3FC:], crc32c(^uint32(0), b[1024:1024+0x3FC]))
+			}
+			before := bytes.Clone(b)
+			_, err := OpenWriter(memWDev(b), Options{})
+			var ce *CorruptError
+			if !errors.As(err, &ce) {
+				t.Fatalf("OpenWriter: %v, want a *CorruptError", err)
+			}
+			if !bytes.Equal(b, before) {
+				t.Errorf("the refused image was written")
+			}
+		})
 	}
 }

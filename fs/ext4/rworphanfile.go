@@ -60,8 +60,14 @@ func (w *Writer) openOrphanFile() error {
 	if err != nil {
 		return err
 	}
+	if iMode(raw)&S_IFMT != S_IFREG {
+		return corrupt(ino, "orphan file is not a regular file (mode %#o)", iMode(raw))
+	}
+	// The Writer keeps the whole file in memory, as the kernel keeps a
+	// buffer for each block: a damaged size must not make it allocate
+	// without bound (mke2fs makes at most a few MiB).
 	n := iSize(raw) >> w.v.bsBits
-	if n == 0 || n > 1<<16 {
+	if n == 0 || n<<w.v.bsBits > 64<<20 {
 		return corrupt(ino, "orphan file of %d blocks", n)
 	}
 	of := &orphanFile{ino: ino, seed: w.inodeSeed(ino, raw), slot: map[uint32]int{}}
