@@ -776,7 +776,8 @@ func TestWriterCrash(t *testing.T) {
 		{"ext4-csumv3-batch-datajournal", "", true, DataJournal}, {"ext4-nocsum-batch-datajournal", "^metadata_csum,uninit_bg", true, DataJournal},
 		{"ext3", "-t ext3 -b 1024", false, DataOrdered}, {"ext3-batch", "-t ext3 -b 1024", true, DataOrdered},
 		{"ext4-1k-deep", "", false, DataOrdered},
-		{"ext4-inline", "inline_data", false, DataOrdered}, {"ext4-inline-batch", "inline_data", true, DataOrdered}} {
+		{"ext4-inline", "inline_data", false, DataOrdered}, {"ext4-inline-batch", "inline_data", true, DataOrdered},
+		{"ext4-upstream-batch", "orphan_file,metadata_csum_seed", true, DataOrdered}} {
 		t.Run(fsets.name, func(t *testing.T) {
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
