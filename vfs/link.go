@@ -82,6 +82,9 @@ func (p *Proc) linkIn(c *creds, old, dir location, name string, trailing bool) e
 		return unix.EPERM
 	}
 	defer p.ns.dcache.invalidate(dir.node, name).done()
+	if cl, ok := l.(CredLinker); ok {
+		return cl.LinkCred(name, old.node, c.fsCred())
+	}
 	return l.Link(name, old.node)
 }
 

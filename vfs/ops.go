@@ -250,6 +250,14 @@ type Linker interface {
 	Link(name string, target Node) error
 }
 
+// A CredLinker is a Linker that acts for the caller's credentials (a new
+// directory block is charged to them): the VFS calls LinkCred instead of
+// Link.
+type CredLinker interface {
+	Linker
+	LinkCred(name string, target Node, c Cred) error
+}
+
 // Unlinker removes the name of a non-directory; a directory gives EISDIR.
 type Unlinker interface {
 	Unlink(name string) error
@@ -409,6 +417,14 @@ type Fallocater interface {
 type XattrSetter interface {
 	Setxattr(name string, data []byte, flags int) error
 	Removexattr(name string) error
+}
+
+// A CredXattrSetter is an XattrSetter that acts for the caller's
+// credentials (a new xattr block is charged to them): the VFS calls
+// SetxattrCred instead of Setxattr.
+type CredXattrSetter interface {
+	XattrSetter
+	SetxattrCred(name string, data []byte, flags int, c Cred) error
 }
 
 // Statfser is a FileSystem that reports statfs(2) figures: type magic,

@@ -146,6 +146,12 @@ func (p *Proc) rename(olddirfd int, oldpath string, newdirfd int, newpath string
 		return unix.EPERM
 	}
 	defer p.ns.dcache.invalidate2(odir.node, oname, ndir.node, nname).done()
+	if rf, ok := r.(RenameFlagser); ok {
+		// With flags 0 a RenameFlagser renames as Rename does, and
+		// gets the caller's credentials (a directory block it adds is
+		// charged to them).
+		return rf.RenameFlags(oname, ndir.node, nname, 0, c.fsCred())
+	}
 	return r.Rename(oname, ndir.node, nname)
 }
 

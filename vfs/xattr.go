@@ -134,6 +134,9 @@ func (p *Proc) setxattrAt(m *mount, n Node, name string, data []byte, flags int,
 	if remove {
 		return x.Removexattr(name)
 	}
+	if cx, ok := x.(CredXattrSetter); ok {
+		return cx.SetxattrCred(name, data, flags, p.cred.Load().fsCred())
+	}
 	return x.Setxattr(name, data, flags)
 }
 

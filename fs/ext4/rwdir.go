@@ -616,7 +616,12 @@ func (w *Writer) releaseInode(ino uint32, raw []byte, isDir bool) error {
 // Link makes name in dir another link to ino. EPERM for a directory,
 // EMLINK at EXT4_LINK_MAX links, EEXIST, ENOENT for a removed inode.
 func (w *Writer) Link(dir uint32, name string, ino uint32) error {
-	if err := w.lock(); err != nil {
+	return w.linkAs(nil, dir, name, ino)
+}
+
+// linkAs is Link acting for c (see lockAs).
+func (w *Writer) linkAs(c *Caller, dir uint32, name string, ino uint32) error {
+	if err := w.lockAs(c); err != nil {
 		return err
 	}
 	defer w.unlock()

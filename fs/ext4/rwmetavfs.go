@@ -17,6 +17,15 @@ func (n *rwBase) Setxattr(name string, data []byte, flags int) error {
 	return n.fs.check("ext4_xattr_set", n.fs.w.Setxattr(n.ino, name, data, flags))
 }
 
+// SetxattrCred implements vfs.CredXattrSetter: Setxattr acting for c.
+func (n *rwBase) SetxattrCred(name string, data []byte, flags int, c vfs.Cred) error {
+	if data == nil {
+		data = []byte{}
+	}
+	cl := callerOf(c)
+	return n.fs.check("ext4_xattr_set", n.fs.w.setXattr(&cl, n.ino, name, data, flags))
+}
+
 // Removexattr implements vfs.XattrSetter.
 func (n *rwBase) Removexattr(name string) error {
 	return n.fs.check("ext4_xattr_set", n.fs.w.Removexattr(n.ino, name))

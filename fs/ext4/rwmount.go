@@ -421,6 +421,16 @@ func (d *rwDir) Link(name string, target vfs.Node) error {
 	return d.fs.check("ext4_link", d.fs.w.Link(d.ino, name, ino))
 }
 
+// LinkCred implements vfs.CredLinker: Link acting for c.
+func (d *rwDir) LinkCred(name string, target vfs.Node, c vfs.Cred) error {
+	ino, ok := inoOf(target)
+	if !ok {
+		return syscall.EXDEV
+	}
+	cl := callerOf(c)
+	return d.fs.check("ext4_link", d.fs.w.linkAs(&cl, d.ino, name, ino))
+}
+
 // lookupIno is the inode name names in d, 0 if none.
 func (d *rwDir) lookupIno(name string) uint32 {
 	var ino uint32

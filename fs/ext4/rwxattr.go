@@ -389,15 +389,17 @@ func (w *Writer) Setxattr(ino uint32, name string, value []byte, flags int) erro
 	if value == nil {
 		value = []byte{}
 	}
-	return w.setXattr(ino, name, value, flags)
+	return w.setXattr(nil, ino, name, value, flags)
 }
 
 // Removexattr removes attribute name of ino: ENODATA if absent.
 func (w *Writer) Removexattr(ino uint32, name string) error {
-	return w.setXattr(ino, name, nil, 2) // XATTR_REPLACE, as __vfs_removexattr
+	return w.setXattr(nil, ino, name, nil, 2) // XATTR_REPLACE, as __vfs_removexattr
 }
 
-func (w *Writer) setXattr(ino uint32, name string, value []byte, flags int) error {
+// setXattr sets (value nil: removes) attribute name of ino, acting for c
+// (see lockAs).
+func (w *Writer) setXattr(c *Caller, ino uint32, name string, value []byte, flags int) error {
 	index, suffix, err := xattrIndexOf(name)
 	if err != nil {
 		return err
@@ -405,7 +407,7 @@ func (w *Writer) setXattr(ino uint32, name string, value []byte, flags int) erro
 	if len(suffix) > 255 {
 		return syscall.ERANGE
 	}
-	if err := w.lock(); err != nil {
+	if err := w.lockAs(c); err != nil {
 		return err
 	}
 	defer w.unlock()
