@@ -474,7 +474,7 @@ func (w *Writer) writeDesc(g uint32) error {
 
 // writeSuper recomputes the superblock checksum and writes it.
 func (w *Writer) writeSuper() error {
-	w.updateSuper() // s_wtime, s_kbytes_written (rwsuper.go)
+	w.updateSuper(w.sb) // s_wtime, s_kbytes_written (rwsuper.go)
 	if w.v.rocompat&rocompatMetadataCsum != 0 {
 		binary.LittleEndian.PutUint32(w.sb[0x3FC:], crc32c(^uint32(0), w.sb[:0x3FC]))
 	}

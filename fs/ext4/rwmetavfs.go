@@ -14,16 +14,22 @@ import (
 
 // Setxattr implements vfs.XattrSetter (see Writer.Setxattr).
 func (n *rwBase) Setxattr(name string, data []byte, flags int) error {
-	return n.fs.check("ext4_xattr_set", n.fs.w.Setxattr(n.ino, name, data, flags))
+	return n.setxattr(nil, name, data, flags)
 }
 
 // SetxattrCred implements vfs.CredXattrSetter: Setxattr acting for c.
 func (n *rwBase) SetxattrCred(name string, data []byte, flags int, c vfs.Cred) error {
+	cl := callerOf(c)
+	return n.setxattr(&cl, name, data, flags)
+}
+
+// setxattr is Setxattr acting for c (nil: the Writer's Caller); nil data
+// is an empty value, as Writer.Setxattr takes it.
+func (n *rwBase) setxattr(c *Caller, name string, data []byte, flags int) error {
 	if data == nil {
 		data = []byte{}
 	}
-	cl := callerOf(c)
-	return n.fs.check("ext4_xattr_set", n.fs.w.setXattr(&cl, n.ino, name, data, flags))
+	return n.fs.check("ext4_xattr_set", n.fs.w.setXattr(c, n.ino, name, data, flags))
 }
 
 // Removexattr implements vfs.XattrSetter.

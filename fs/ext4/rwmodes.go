@@ -91,9 +91,7 @@ func recordError(sb []byte, ce *CorruptError, op string, now time.Time) {
 	le := binary.LittleEndian
 	le.PutUint16(sb[sbState:], le.Uint16(sb[sbState:])|stateErrorFS)
 	set := func(timeOff, hiOff, inoOff, blkOff, funcOff, lineOff, codeOff int) {
-		sec := now.Unix()
-		le.PutUint32(sb[timeOff:], uint32(sec))
-		sb[hiOff] = byte(sec >> 32)
+		setTstamp(sb, timeOff, hiOff, now.Unix()) // rwsuper.go
 		le.PutUint32(sb[inoOff:], ce.Ino)
 		le.PutUint64(sb[blkOff:], 0)
 		f := sb[funcOff : funcOff+32]
@@ -172,10 +170,7 @@ func (w *Writer) ReportError(op string, err error) {
 		return
 	}
 	recordError(sb, ce, op, now)
-	setTstamp(sb, sbWtime, sbWtimeHi, now.Unix()) // s_wtime (rwsuper.go)
-	if w.mounted {
-		binary.LittleEndian.PutUint64(sb[sbKbytesWritten:], w.kbStart+w.tx.written.Load()>>10)
-	}
+	w.updateSuper(sb) // s_wtime, s_kbytes_written (rwsuper.go)
 	if w.v.rocompat&rocompatMetadataCsum != 0 {
 		binary.LittleEndian.PutUint32(sb[0x3FC:], crc32c(^uint32(0), sb[:0x3FC]))
 	}

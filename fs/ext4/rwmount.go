@@ -414,21 +414,22 @@ func inoOf(n vfs.Node) (uint32, bool) {
 
 // Link implements vfs.Linker.
 func (d *rwDir) Link(name string, target vfs.Node) error {
-	ino, ok := inoOf(target)
-	if !ok {
-		return syscall.EXDEV
-	}
-	return d.fs.check("ext4_link", d.fs.w.Link(d.ino, name, ino))
+	return d.link(nil, name, target)
 }
 
 // LinkCred implements vfs.CredLinker: Link acting for c.
 func (d *rwDir) LinkCred(name string, target vfs.Node, c vfs.Cred) error {
+	cl := callerOf(c)
+	return d.link(&cl, name, target)
+}
+
+// link is Link acting for c (nil: the Writer's Caller).
+func (d *rwDir) link(c *Caller, name string, target vfs.Node) error {
 	ino, ok := inoOf(target)
 	if !ok {
 		return syscall.EXDEV
 	}
-	cl := callerOf(c)
-	return d.fs.check("ext4_link", d.fs.w.linkAs(&cl, d.ino, name, ino))
+	return d.fs.check("ext4_link", d.fs.w.linkAs(c, d.ino, name, ino))
 }
 
 // lookupIno is the inode name names in d, 0 if none.
@@ -556,18 +557,22 @@ func (*rwFile) FileType() uint32 { return S_IFREG }
 // while it is open keeps the blocks until Release. Its writes act for the
 // Writer's Caller.
 func (f *rwFile) Open(flags int) (vfs.Handle, error) {
+	return f.open(), nil
+}
+
+// open is Open's handle, whose writes act for the Writer's Caller.
+func (f *rwFile) open() *rwHandle {
 	f.fs.w.sampleLastMounted() // rwsuper.go
 	f.fs.w.Hold(f.ino)
-	return &rwHandle{fs: f.fs, ino: f.ino}, nil
+	return &rwHandle{fs: f.fs, ino: f.ino}
 }
 
 // OpenCred implements vfs.CredOpener: Open, with writes, appends and
 // fallocate acting for c (only a caller that may take the blocks
 // reserved for root gets them).
 func (f *rwFile) OpenCred(flags int, c vfs.Cred) (vfs.Handle, error) {
-	f.fs.w.sampleLastMounted() // rwsuper.go
-	f.fs.w.Hold(f.ino)
-	h := &rwHandle{fs: f.fs, ino: f.ino, caller: callerOf(c)}
+	h := f.open()
+	h.caller = callerOf(c)
 	h.as = &h.caller
 	return h, nil
 }

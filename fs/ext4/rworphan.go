@@ -88,7 +88,7 @@ func (w *Writer) cleanupOrphans() error {
 	if present {
 		defer func() {
 			if len(w.ofile.slot) == 0 {
-				binary.LittleEndian.PutUint32(w.sb[0x64:], le32(w.sb, 0x64)&^rocompatOrphanPresent)
+				setOrphanPresent(w.sb, false)
 			}
 		}()
 	}

@@ -116,15 +116,7 @@ func orphanImages(t *testing.T) map[string][]byte {
 				os.Remove(p)
 			}
 		}
-		mfd, err := unix.Open(mnt, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = unix.Syncfs(mfd)
-		unix.Close(mfd)
-		if err != nil {
-			t.Fatal(err)
-		}
+		syncfs(t, mnt)
 		b, err = os.ReadFile(img)
 		for _, fd := range fds {
 			unix.Close(fd)

@@ -187,29 +187,16 @@ func folioChunk(pos, rest int64, maxOrder int) (int64, int) {
 // write_begin's reservations: unwritten blocks need none).
 func (w *Writer) holeBlocks(ino uint32, raw []byte, lo, hi uint64) (uint64, error) {
 	var n uint64
-	if iFlags(raw)&FlagExtents == 0 {
-		exts, _, err := w.loadExtents(ino, raw)
-		if err != nil {
-			return 0, err
-		}
-		for b := lo; b < hi; b++ {
-			if _, ok, _ := lookupExt(exts, b); !ok {
-				n++
-			}
-		}
-		return n, nil
-	}
 	for b := lo; b < hi; {
-		x, err := w.xfind(ino, raw, uint32(b))
+		ok, runEnd, err := w.mappedAt(ino, raw, b)
 		if err != nil {
 			return 0, err
 		}
-		e, ok, holeEnd := x.at(uint32(b))
 		if ok {
-			b = e.end()
+			b = runEnd
 			continue
 		}
-		end := min(hi, holeEnd)
+		end := min(hi, runEnd)
 		n += end - b
 		b = end
 	}

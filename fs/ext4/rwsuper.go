@@ -121,7 +121,7 @@ func (w *Writer) setupSuper() {
 	binary.LittleEndian.PutUint16(sb[sbMntCount:], le16(sb, sbMntCount)+1)
 	setTstamp(sb, sbMtime, sbMtimeHi, now)
 	if w.j != nil && w.v.compat&compatOrphanFile != 0 {
-		binary.LittleEndian.PutUint32(sb[0x64:], le32(sb, 0x64)|rocompatOrphanPresent)
+		setOrphanPresent(sb, true)
 	}
 	w.mounted = true
 }
@@ -134,16 +134,26 @@ func (w *Writer) putSuper() {
 	}
 	st := w.mountState | le16(w.sb, sbState)&stateErrorFS
 	binary.LittleEndian.PutUint16(w.sb[sbState:], st)
-	binary.LittleEndian.PutUint32(w.sb[0x64:], le32(w.sb, 0x64)&^rocompatOrphanPresent)
+	setOrphanPresent(w.sb, false)
 }
 
-// updateSuper is what ext4_update_super sets at every superblock write
-// besides the counts: s_wtime and, on a mounted Writer, s_kbytes_written.
-func (w *Writer) updateSuper() {
-	setTstamp(w.sb, sbWtime, sbWtimeHi, w.Now().Unix())
+// updateSuper is what ext4_update_super sets in superblock sb (w.sb, or
+// a copy written in place) at every write besides the counts: s_wtime
+// and, on a mounted Writer, s_kbytes_written.
+func (w *Writer) updateSuper(sb []byte) {
+	setTstamp(sb, sbWtime, sbWtimeHi, w.Now().Unix())
 	if w.mounted {
-		binary.LittleEndian.PutUint64(w.sb[sbKbytesWritten:], w.kbStart+w.tx.written.Load()>>10)
+		binary.LittleEndian.PutUint64(sb[sbKbytesWritten:], w.kbStart+w.tx.written.Load()>>10)
 	}
+}
+
+// setOrphanPresent sets or clears RO_COMPAT_ORPHAN_PRESENT in sb.
+func setOrphanPresent(sb []byte, on bool) {
+	f := le32(sb, 0x64) &^ rocompatOrphanPresent
+	if on {
+		f |= rocompatOrphanPresent
+	}
+	binary.LittleEndian.PutUint32(sb[0x64:], f)
 }
 
 // sampleLastMounted is ext4_sample_last_mounted, for the first open of a

@@ -68,6 +68,21 @@ func journalFeatures(t *testing.T, img []byte) string {
 	return fmt.Sprintf("compat=%#x incompat=%#x csum_type=%d", binary.BigEndian.Uint32(js[0x24:]), binary.BigEndian.Uint32(js[0x28:]), js[0x50])
 }
 
+// syncfs is syncfs(2) on the kernel mount at dir (never sync(2), which
+// waits on every mount of the machine).
+func syncfs(t *testing.T, dir string) {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = unix.Syncfs(fd)
+	unix.Close(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // fsckPreen runs e2fsck -n without -f on img and returns its output.
 func fsckPreen(t *testing.T, img []byte) string {
 	t.Helper()
@@ -160,15 +175,7 @@ func TestMountBookkeepingKernel(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(kmnt, "f"), []byte("data"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if fd, err := unix.Open(kmnt, unix.O_RDONLY|unix.O_DIRECTORY, 0); err != nil {
-				t.Fatal(err)
-			} else {
-				err := unix.Syncfs(fd)
-				unix.Close(fd)
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			syncfs(t, kmnt)
 			kDuring, err := os.ReadFile(kimg)
 			if err != nil {
 				t.Fatal(err)
