@@ -31,6 +31,24 @@ func CopyOut(dst *iov.Iter, src []byte) (n int, err error) {
 	return n, nil
 }
 
+// CopyAll is CopyOut for an iterator that is not used afterwards
+// (iov.CopyAll): it copies src, a view returned by DirectAccess, into
+// dst and returns min(len(src), dst.Len()), or 0 and EIO if reading src
+// faults, as CopyOut does.
+func CopyAll(dst iov.Iter, src []byte) (n int, err error) {
+	old := debug.SetPanicOnFault(true)
+	n = -1 // as in CopyOut
+	defer func() {
+		if n < 0 { // the copy panicked
+			debug.SetPanicOnFault(old)
+			n, err = 0, Fault(recover())
+		}
+	}()
+	n = iov.CopyAll(dst, src)
+	debug.SetPanicOnFault(old)
+	return n, nil
+}
+
 // Copy is CopyOut for one destination buffer: it copies src, a view
 // returned by DirectAccess, into dst and returns min(len(dst), len(src)),
 // or 0 and EIO if reading src faults. A scalar read uses it to skip the

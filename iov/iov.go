@@ -279,6 +279,38 @@ func (it *Iter) CopyOut(src []byte) int {
 	return it.walk(walkCopyOut, src, min(len(src), it.Len()))
 }
 
+// CopyAll copies src into what is left of it, in order, and returns the
+// count, min(len(src), it.Len()); a discard iterator is only counted. It
+// is CopyOut for an iterator that is not used afterwards, as a read that
+// fills the caller's whole vector from one source is: taking it by value,
+// as ZeroAll does, keeps it in registers and stores no consumed state
+// back. (With CopyOut's walk, a 2 x 512 B preadv of an ext4 dax file
+// spent 15% of its time in walk.)
+func CopyAll(it Iter, src []byte) int {
+	n := min(len(src), it.Len())
+	if it.Kind() == KindDiscard {
+		return n
+	}
+	k := min(it.cur, n)
+	apply(walkCopyOut, it.base, src, k)
+	if left := n - k; left > 0 {
+		// As in ZeroAll: the pointer steps only while bytes are left, so
+		// it never passes the end of the caller's array.
+		src = src[k:n]
+		s := it.next
+		for {
+			m := min(len(*s), left)
+			apply(walkCopyOut, unsafe.Pointer(unsafe.SliceData(*s)), src, m)
+			if left -= m; left == 0 {
+				break
+			}
+			src = src[m:]
+			s = (*[]byte)(unsafe.Add(unsafe.Pointer(s), sliceSize))
+		}
+	}
+	return n
+}
+
 // CopyIn copies bytes from the iterator into dst (a write takes the
 // caller's bytes this way) and consumes them. It returns the number of
 // bytes copied: min(len(dst), Len()). A discard iterator yields zeros.

@@ -205,3 +205,47 @@ func TestZeroAll(t *testing.T) {
 		}
 	})
 }
+
+// TestCopyAll checks that CopyAll copies the head of src over exactly
+// what is left of an iterator, after Advance and Truncate, and nothing
+// around it, with the count CopyOut gives; whether src is shorter or
+// longer than what is left, and for single buffers as for vectors.
+func TestCopyAll(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		segs := segsGen(t)
+		if rapid.Bool().Draw(t, "one buffer") {
+			segs = [][]byte{make([]byte, rapid.IntRange(0, 40).Draw(t, "len"))}
+		}
+		for _, s := range segs {
+			for i := range s {
+				s[i] = 0xa5
+			}
+		}
+		total := len(flatten(segs))
+		skip := rapid.IntRange(0, total).Draw(t, "skip")
+		keep := rapid.IntRange(0, total-skip).Draw(t, "keep")
+		src := rapid.SliceOfN(rapid.ByteRange(0, 0xa4), 0, 64).Draw(t, "src")
+		it := iov.Vec(segs)
+		if len(segs) == 1 {
+			it = iov.Buf(segs[0])
+		}
+		it.Advance(skip)
+		it.Truncate(keep)
+		want := min(keep, len(src))
+		if n := iov.CopyAll(it, src); n != want {
+			t.Fatalf("CopyAll = %d, want %d", n, want)
+		}
+		for i, b := range flatten(segs) {
+			w := byte(0xa5)
+			if i >= skip && i < skip+want {
+				w = src[i-skip]
+			}
+			if b != w {
+				t.Fatalf("byte %d = %#x, want %#x", i, b, w)
+			}
+		}
+		if n := iov.CopyAll(iov.Discard(keep), src); n != want {
+			t.Fatalf("CopyAll to a discard iterator = %d, want %d", n, want)
+		}
+	})
+}

@@ -104,7 +104,7 @@ func (d *Disk) ReadIter(dst iov.Iter, off int64) (int, error) {
 	if err := block.Check(off, dst.Len(), SectorSize, d.size); err != nil {
 		return 0, err
 	}
-	return dst.CopyOut(d.bytes()[off:]), nil
+	return iov.CopyAll(dst, d.bytes()[off:]), nil
 }
 
 // WriteIter implements block.Device.

@@ -101,6 +101,7 @@ func TestDaxReadFault(t *testing.T) {
 		read func() (int, error)
 	}{
 		{"pread, cached run", func() (int, error) { return p.Pread(fd, buf, 4096) }},
+		{"preadv, 2 segments, cached run", func() (int, error) { return p.Preadv(fd, [][]byte{buf[:100], buf[100:]}, 4096) }},
 		{"pread, other offset", func() (int, error) { return p.Pread(fd, buf, 1<<20-100) }},
 		{"preadv, 1 segment", func() (int, error) { return p.Preadv(fd, [][]byte{buf}, 8192) }},
 		{"preadv, 2 segments", func() (int, error) { return p.Preadv(fd, [][]byte{buf[:100], buf[100:]}, 12288) }},

@@ -225,7 +225,7 @@ func (h *handle) read(p []byte, off int64) (int, error) {
 
 // ReadIter implements vfs.IterReader, the vectored read (.read_iter): one
 // device read or one copy per contiguous run, into dst's segments.
-func (h *handle) ReadIter(dst iov.Iter, off int64) (int, error) {
+func (h *handle) ReadIter(dst iov.Iter, off int64) (n int, err error) {
 	if off < 0 {
 		return 0, errEINVAL
 	}
@@ -236,32 +236,43 @@ func (h *handle) ReadIter(dst iov.Iter, off int64) (int, error) {
 	if h.in.Flags&FlagInlineData != 0 {
 		return h.readInlineIter(dst, off)
 	}
-	// dax, the whole read inside the cached run: one guarded copy into
-	// the segments, as Read's fast path, without the loop's calls.
+	// dax, the whole read inside the cached run: one copy into the
+	// segments, guarded here as Read's fast path guards its copy, without
+	// the loop's calls.
 	if fs := h.fs; fs.mem != nil {
 		bits := fs.bsBits & 63
-		pos, n := uint64(off), dst.Len()
+		pos, want := uint64(off), dst.Len()
 		r, ok := h.c.lookup(pos >> bits)
-		if ok && (pos+uint64(n-1))>>bits-r.logical < r.length && !r.zeros() {
+		if ok && (pos+uint64(want-1))>>bits-r.logical < r.length && !r.zeros() {
 			dev := int64(r.physical<<bits + (pos - r.logical<<bits))
-			return block.CopyOut(&dst, fs.mem[dev:dev+int64(n)])
+			src := fs.mem[dev : dev+int64(want)]
+			old := debug.SetPanicOnFault(true)
+			n = -1
+			defer func() {
+				if n < 0 { // the copy faulted
+					debug.SetPanicOnFault(old)
+					n, err = 0, block.Fault(recover())
+				}
+			}()
+			n = iov.CopyAll(dst, src)
+			debug.SetPanicOnFault(old)
+			return n, nil
 		}
 	}
 	done := 0
 	for dst.Len() > 0 {
 		pos := uint64(off) + uint64(done)
 		r, ok := h.c.lookup(pos >> h.fs.bsBits)
-		var err error
 		if !ok {
 			if r, err = h.mapSlow(pos >> h.fs.bsBits); err != nil {
 				return partial(done, err)
 			}
 		}
-		n := h.fs.clipRun(r, pos, dst.Len())
+		piece := h.fs.clipRun(r, pos, dst.Len())
 		k := 0
 		if r.zeros() {
-			k = dst.Zero(n)
-		} else if k, err = h.fs.readIter(&dst, n, h.fs.devOffRun(r, pos)); err != nil || k < n {
+			k = dst.Zero(piece)
+		} else if k, err = h.fs.readIter(&dst, piece, h.fs.devOffRun(r, pos)); err != nil || k < piece {
 			return partial(done+k, nonNil(err))
 		}
 		done += k
