@@ -35,7 +35,9 @@ type Variant struct {
 // discarded warm-up round) and reports, for each variant, the median of
 // its per-round ns per operation as "<name>-ns/op", and for each variant
 // but the first the median of its per-round ratio to the first as
-// "<name>/<first>", and to its Against variant likewise. It fails b if an
+// "<name>/<first>", to its Against variant likewise, and for each
+// parallel variant but the first parallel one, to that one (billy's
+// parallel reads against iovfs's parallel reads, say). It fails b if an
 // operation fails.
 func Run(b *testing.B, ops int, vs ...Variant) {
 	type state struct {
@@ -77,10 +79,14 @@ func Run(b *testing.B, ops int, vs ...Variant) {
 		}
 		b.ReportMetric(median(ratios), vs[i].Name+"/"+vs[k].Name)
 	}
+	firstParallel := slices.IndexFunc(vs, func(w Variant) bool { return w.Parallel })
 	for i, v := range vs {
 		b.ReportMetric(median(st[i].ns), v.Name+"-ns/op")
 		if i != 0 {
 			ratio(i, 0)
+		}
+		if k := firstParallel; v.Parallel && k > 0 && i != k {
+			ratio(i, k)
 		}
 		if k := slices.IndexFunc(vs, func(w Variant) bool { return w.Name == v.Against }); k > 0 {
 			ratio(i, k)
