@@ -169,19 +169,26 @@ func TestCopyMatchesFlat(t *testing.T) {
 	})
 }
 
+// fillAndWindow fills segs with 0xa5 and draws the window of their bytes
+// a test leaves in its iterator: skip bytes consumed, then keep bytes.
+func fillAndWindow(t *rapid.T, segs [][]byte) (skip, keep int) {
+	for _, s := range segs {
+		for i := range s {
+			s[i] = 0xa5
+		}
+	}
+	total := len(flatten(segs))
+	skip = rapid.IntRange(0, total).Draw(t, "skip")
+	keep = rapid.IntRange(0, total-skip).Draw(t, "keep")
+	return skip, keep
+}
+
 // TestZeroAll checks that ZeroAll zeroes exactly what is left of an
 // iterator, after Advance and Truncate, and nothing around it.
 func TestZeroAll(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		segs := segsGen(t)
-		for _, s := range segs {
-			for i := range s {
-				s[i] = 0xa5
-			}
-		}
-		total := len(flatten(segs))
-		skip := rapid.IntRange(0, total).Draw(t, "skip")
-		keep := rapid.IntRange(0, total-skip).Draw(t, "keep")
+		skip, keep := fillAndWindow(t, segs)
 		it, _, err := iov.Import(segs)
 		if err != nil {
 			t.Fatal(err)
@@ -216,14 +223,7 @@ func TestCopyAll(t *testing.T) {
 		if rapid.Bool().Draw(t, "one buffer") {
 			segs = [][]byte{make([]byte, rapid.IntRange(0, 40).Draw(t, "len"))}
 		}
-		for _, s := range segs {
-			for i := range s {
-				s[i] = 0xa5
-			}
-		}
-		total := len(flatten(segs))
-		skip := rapid.IntRange(0, total).Draw(t, "skip")
-		keep := rapid.IntRange(0, total-skip).Draw(t, "keep")
+		skip, keep := fillAndWindow(t, segs)
 		src := rapid.SliceOfN(rapid.ByteRange(0, 0xa4), 0, 64).Draw(t, "src")
 		it := iov.Vec(segs)
 		if len(segs) == 1 {
