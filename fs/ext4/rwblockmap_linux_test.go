@@ -193,15 +193,7 @@ func TestBlockMapWriteFullVolume(t *testing.T) {
 		t.Run(typ, func(t *testing.T) {
 			img := filepath.Join(t.TempDir(), "f.img")
 			mkfsRW(t, img, 2, "-t "+typ+" -b 1024")
-			b, err := os.ReadFile(img)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dev := memWDev(b)
-			w, err := OpenWriter(dev, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			dev, w := openMemWriter(t, img)
 			fill, err := w.Create(rootIno, "fill", 0o644, 0, 0)
 			if err != nil {
 				t.Fatal(err)

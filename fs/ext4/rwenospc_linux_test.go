@@ -557,27 +557,8 @@ func writerUnmapped(t *testing.T, w *Writer) int64 {
 		}
 		w.mu.Lock()
 		raw, err := w.getInode(ino)
-		if err == nil && hasBlockMap(raw) {
-			var exts []wext
-			if exts, err = w.loadBlockMap(ino, raw); err == nil {
-				for _, e := range exts {
-					mapped += int64(e.n)
-				}
-			}
-		} else {
-			for b := uint64(0); err == nil && b < 1<<32; {
-				var x *xpath
-				if x, err = w.xfind(ino, raw, uint32(b)); err != nil {
-					break
-				}
-				e, ok, holeEnd := x.at(uint32(b))
-				if ok {
-					mapped += int64(e.end() - b)
-					b = e.end()
-				} else {
-					b = holeEnd
-				}
-			}
+		if err == nil {
+			err = mappedRuns(w, ino, raw, func(b, end uint64) { mapped += int64(end - b) })
 		}
 		w.mu.Unlock()
 		if err != nil {
@@ -686,31 +667,31 @@ func writerExtentCount(t *testing.T, w *Writer, p string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	raw, err := w.getInode(ino)
-	if err == nil && hasBlockMap(raw) {
-		// Runs of consecutive physical blocks, as FIEMAP reports a
-		// block-mapped file.
-		exts, err := w.loadBlockMap(ino, raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(exts)
-	}
 	n := 0
-	for b := uint64(0); err == nil && b < 1<<32; {
-		var x *xpath
-		if x, err = w.xfind(ino, raw, uint32(b)); err != nil {
-			break
-		}
-		e, ok, holeEnd := x.at(uint32(b))
-		if ok {
-			n++
-			b = e.end()
-		} else {
-			b = holeEnd
-		}
+	if err == nil {
+		// Extents, or for a block-mapped file runs of consecutive physical
+		// blocks, as FIEMAP reports it.
+		err = mappedRuns(w, ino, raw, func(uint64, uint64) { n++ })
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// mappedRuns calls f with each mapped run [b, end) of the file ino (raw
+// its inode), in order, as the Writer's own walk finds them (mappedAt: an
+// extent, or a run of a block map); w.mu is held.
+func mappedRuns(w *Writer, ino uint32, raw []byte, f func(b, end uint64)) error {
+	for b := uint64(0); b < 1<<32; {
+		ok, end, err := w.mappedAt(ino, raw, b)
+		if err != nil {
+			return err
+		}
+		if ok {
+			f(b, end)
+		}
+		b = end
+	}
+	return nil
 }

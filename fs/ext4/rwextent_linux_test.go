@@ -534,15 +534,7 @@ func TestWriterLongExtents(t *testing.T) {
 	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-b", "1024", "-O", "sparse_super2", "-E", "num_backup_sb=0", img, "128M").CombinedOutput(); err != nil {
 		t.Fatalf("mke2fs: %v\n%s", err, out)
 	}
-	b, err := os.ReadFile(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := memWDev(b)
-	w, err := OpenWriter(dev, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev, w := openMemWriter(t, img)
 	ino, err := w.Create(rootIno, "long", 0o644, 0, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -142,15 +142,7 @@ func TestWriterInlineLayout(t *testing.T) {
 	mimg, wimg := filepath.Join(dir, "m.img"), filepath.Join(dir, "w.img")
 	mk(mimg, true)
 	mk(wimg, false)
-	b, err := os.ReadFile(wimg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := memWDev(b)
-	w, err := OpenWriter(dev, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev, w := openMemWriter(t, wimg)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

@@ -868,15 +868,7 @@ func TestWriterOrphanFileFull(t *testing.T) {
 	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-b", "1024", "-O", "orphan_file,metadata_csum_seed", "-E", "lazy_itable_init=1,orphan_file_size=2", img, "16M").CombinedOutput(); err != nil {
 		t.Fatalf("mke2fs: %v\n%s", err, out)
 	}
-	b, err := os.ReadFile(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := memWDev(b)
-	w, err := OpenWriter(dev, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev, w := openMemWriter(t, img)
 	if w.ofile == nil {
 		t.Fatal("no orphan file")
 	}

@@ -204,13 +204,9 @@ func rwModeData(name string) DataMode {
 	return DataOrdered
 }
 
-// memWriter makes a default mke2fs ext4 image of sizeMiB and opens a
-// Writer on a copy of it in memory; it returns the image's path too.
-func memWriter(t *testing.T, sizeMiB int) (string, memWDev, *Writer) {
+// openMemWriter opens a Writer on a copy in memory of the image at img.
+func openMemWriter(t *testing.T, img string) (memWDev, *Writer) {
 	t.Helper()
-	needMke2fs(t)
-	img := filepath.Join(t.TempDir(), "img")
-	mkfsRW(t, img, sizeMiB, "")
 	b, err := os.ReadFile(img)
 	if err != nil {
 		t.Fatal(err)
@@ -220,6 +216,17 @@ func memWriter(t *testing.T, sizeMiB int) (string, memWDev, *Writer) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dev, w
+}
+
+// memWriter makes a default mke2fs ext4 image of sizeMiB and opens a
+// Writer on a copy of it in memory; it returns the image's path too.
+func memWriter(t *testing.T, sizeMiB int) (string, memWDev, *Writer) {
+	t.Helper()
+	needMke2fs(t)
+	img := filepath.Join(t.TempDir(), "img")
+	mkfsRW(t, img, sizeMiB, "")
+	dev, w := openMemWriter(t, img)
 	return img, dev, w
 }
 
