@@ -91,10 +91,11 @@ type Namespace struct {
 
 	nextDev atomic.Uint32
 
-	// seq counts renames and mount changes, twice each: odd while one
-	// runs. Scoped walks (openat2 RESOLVE_BENEATH, RESOLVE_IN_ROOT) check
-	// it at every "..", as Linux checks rename_lock and mount_lock.
-	seq atomic.Uint64
+	// rename is the rename seqlock (renamelock.go): renames and mount
+	// changes are its writers. Scoped walks (openat2 RESOLVE_BENEATH,
+	// RESOLVE_IN_ROOT) check it at every "..", as Linux checks
+	// rename_lock and mount_lock.
+	rename renameLock
 
 	// devices are the drivers device nodes open (device.go).
 	devices deviceTable
@@ -212,8 +213,8 @@ func listOf(t map[mountKey]*mount) *[]mountEntry {
 
 // update replaces the mount table with a copy changed by fn, under mu.
 func (ns *Namespace) update(fn func(map[mountKey]*mount)) {
-	ns.seq.Add(1)
-	defer ns.seq.Add(1)
+	ns.rename.writeBegin()
+	defer ns.rename.writeEnd()
 	old := *ns.mounts.Load()
 	next := make(map[mountKey]*mount, len(old)+1)
 	for k, v := range old {

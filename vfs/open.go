@@ -76,7 +76,7 @@ func (p *Proc) openFile(dirfd int, path string, flags int, perm uint32, resolve 
 		// under RESOLVE_IN_ROOT.
 		start, err = p.dirStart(dirfd, ".")
 		w.root = start
-		w.seq = p.ns.seq.Load()
+		w.seq = p.ns.rename.readBegin()
 	} else {
 		start, err = p.dirStart(dirfd, path)
 	}

@@ -131,8 +131,8 @@ func (p *Proc) rename(olddirfd int, oldpath string, newdirfd int, newpath string
 	if p.ns.isMountpoint(odir.mnt, old.node) || target.node != nil && p.ns.isMountpoint(ndir.mnt, target.node) {
 		return unix.EBUSY
 	}
-	p.ns.seq.Add(1)
-	defer p.ns.seq.Add(1)
+	p.ns.rename.writeBegin()
+	defer p.ns.rename.writeEnd()
 	if flags != 0 {
 		r, ok := odir.node.(RenameFlagser)
 		if !ok {

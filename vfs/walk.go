@@ -413,7 +413,7 @@ func (w *walker) dotdot(cur location) (location, error) {
 			}
 		}
 	}
-	if w.scoped() && (w.seq&1 != 0 || w.ns.seq.Load() != w.seq) {
+	if w.scoped() && w.ns.rename.retry(w.seq) {
 		return location{}, unix.EAGAIN
 	}
 	return next, nil

@@ -250,12 +250,12 @@ func (w *walker) crossing(from *mount, e *dentry) (location, bool) {
 //
 //go:noinline
 func (ns *Namespace) newCrossing(from *mount, e *dentry) (location, bool) {
-	s := ns.seq.Load()
+	s := ns.rename.seq.Load()
 	x := crossing{table: ns.mounts.Load(), from: from, to: ns.crossMounts(location{from, e.child})}
 	if x.to.mnt != from {
 		x.dir = isDir(x.to.node)
 	}
-	if s&1 == 0 && ns.seq.Load() == s {
+	if s&1 == 0 && !ns.rename.retry(s) {
 		c := x
 		e.cross.Store(&c)
 	}
