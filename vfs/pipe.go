@@ -181,7 +181,8 @@ var errENOPKG error = syscall.ENOPKG
 // for its write end, the lowest two free, as pipe2(2) does. flags may
 // hold O_NONBLOCK (reads of an empty pipe and writes that do not fit give
 // EAGAIN instead of waiting), O_DIRECT (packet mode: each write of up to
-// 4096 bytes is a packet, and a read returns at most one) and O_CLOEXEC;
+// 4096 bytes is a packet, and a read returns at most one; F_GETFL shows
+// it on the write end only, as Linux's) and O_CLOEXEC;
 // other bits give EINVAL, and O_NOTIFICATION_PIPE (O_EXCL) ENOPKG, as on
 // a kernel without watch queues.
 //
@@ -200,13 +201,17 @@ func (p *Proc) Pipe2(flags int) (r, w int, err error) {
 	obj := newPipeObj(pipe.NewPair())
 	c := p.cred.Load().fsCred()
 	node := &pipeNode{ino: pipeIno.Add(1), uid: c.Uid, gid: c.Gid, ctime: time.Now()}
-	st := flags & (unix.O_NONBLOCK | unix.O_DIRECT)
+	// create_pipe_files: O_DIRECT (packet mode) is the write end's alone;
+	// a packet's bounds are kept with its bytes, so the reader needs no
+	// flag to see them.
+	rst := flags & unix.O_NONBLOCK
+	wst := flags & (unix.O_NONBLOCK | unix.O_DIRECT)
 	re := &pipeEnd{obj: obj, rd: true}
-	re.setFlags(st)
+	re.setFlags(rst)
 	we := &pipeEnd{obj: obj, wr: true}
-	we.setFlags(st)
-	rf := newFile(node, pipe2End{re}, unix.O_RDONLY|st)
-	wf := newFile(node, pipe2End{we}, unix.O_WRONLY|st)
+	we.setFlags(wst)
+	rf := newFile(node, pipe2End{re}, unix.O_RDONLY|rst)
+	wf := newFile(node, pipe2End{we}, unix.O_WRONLY|wst)
 	// pipe2's files are not opened, so F_GETFL shows no O_LARGEFILE
 	// (measured; a FIFO opened with open(2) has it).
 	for _, f := range []*file{rf, wf} {
