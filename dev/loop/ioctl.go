@@ -62,6 +62,8 @@ func (h *handle) Ioctl(p *vfs.Proc, req uint, arg any) (int, error) {
 			return 0, errEINVAL
 		}
 		return 0, d.setBlockSize(bs)
+	case unix.BLKRRPART:
+		return 0, d.rereadParts(p)
 	}
 	n, err := h.File.Ioctl(p, req, arg)
 	if err == syscall.ENOTTY {
@@ -119,8 +121,10 @@ func (d *Device) configure(p *vfs.Proc, h *handle, cfg *unix.LoopConfig) error {
 	globalMu.Unlock()
 	if err != nil {
 		b.Release()
+		return err
 	}
-	return err
+	d.rescan()
+	return nil
 }
 
 // validInfo checks the loop_info64 fields Linux rejects
@@ -292,26 +296,38 @@ func (d *Device) getStatus(info *unix.LoopInfo64) error {
 // AUTOCLEAR alone may be cleared. Other flag bits are ignored.
 func (d *Device) setStatus(info *unix.LoopInfo64) error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	rescan, err := d.setStatusLocked(info)
+	d.mu.Unlock()
+	if rescan {
+		// loop_set_status rescans when PARTSCAN is newly set or the
+		// geometry changed; the scan reads the device, so it runs
+		// after mu is dropped.
+		d.rescan()
+	}
+	return err
+}
+
+func (d *Device) setStatusLocked(info *unix.LoopInfo64) (rescan bool, err error) {
 	if d.state != bound {
-		return errENXIO
+		return false, errENXIO
 	}
 	if err := validInfo(info); err != nil {
-		return err
+		return false, err
 	}
 	prev := d.flags
 	d.flags = info.Flags&settableFlags | prev&^settableFlags | prev&^clearableFlags
 	d.fileName, d.cryptName = info.File_name, info.Crypt_name
 	d.fileName[unix.LO_NAME_SIZE-1], d.cryptName[unix.LO_NAME_SIZE-1] = 0, 0
-	if int64(info.Offset) != d.offset || int64(info.Sizelimit) != d.sizelimit {
+	changed := int64(info.Offset) != d.offset || int64(info.Sizelimit) != d.sizelimit
+	if changed {
 		d.offset, d.sizelimit = int64(info.Offset), int64(info.Sizelimit)
 		size, err := d.b.Size()
 		if err != nil {
-			return err
+			return false, err
 		}
 		d.resize(size)
 	}
-	return nil
+	return d.flags&unix.LO_FLAGS_PARTSCAN != 0 && (prev&unix.LO_FLAGS_PARTSCAN == 0 || changed), nil
 }
 
 // setCapacity is LOOP_SET_CAPACITY: the size is computed again from the

@@ -33,9 +33,9 @@
 //     EIO.
 //   - Status calls on an unbound device give ENXIO.
 //
-// DIRECT_IO and PARTSCAN are accepted and PARTSCAN is reported back;
-// iovfs has neither direct I/O nor partitions, so DIRECT_IO reads back
-// cleared, as Linux does when the backing file cannot do O_DIRECT.
+// DIRECT_IO is accepted and reads back cleared, as Linux does when the
+// backing file cannot do O_DIRECT. PARTSCAN makes partition nodes
+// (parts.go).
 //
 // # Locks and lifetime
 //
@@ -123,6 +123,7 @@ type Device struct {
 	dax       []byte // view of the mapped backing range, or nil
 	lower     block.DirectAccessor
 	maps      [][]byte // mappings to remove at teardown
+	parts     []*Part  // partition nodes (parts.go)
 }
 
 func newDevice(c *Control, n int) *Device {
@@ -304,6 +305,7 @@ func (d *Device) teardown() *vfs.Backing {
 		unix.Munmap(m)
 	}
 	b := d.b
+	d.dropParts()
 	d.b, d.dax, d.lower, d.maps = nil, nil, nil, nil
 	d.offset, d.sizelimit, d.flags = 0, 0, 0
 	d.fileName, d.cryptName = [unix.LO_NAME_SIZE]byte{}, [unix.LO_NAME_SIZE]byte{}
