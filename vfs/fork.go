@@ -11,12 +11,13 @@ import "sync/atomic"
 // alone (the child starts with none). The credentials are immutable
 // values, so changing the child's ids never changes the parent's.
 func (p *Proc) Fork() (*Proc, error) {
-	child := &Proc{ns: p.ns, pid: newPid()}
+	child := &Proc{ns: p.ns, pid: newPid(), files: new(fdTable)}
+	child.group = child
 	child.cwd.Store(p.cwd.Load())
 	child.umask.Store(p.umask.Load())
 	c := *p.cred.Load() // copy_creds: the child has credentials of its own
 	child.cred.Store(&c)
-	p.files.forkInto(&child.files)
+	p.files.forkInto(child.files)
 	return child, nil
 }
 

@@ -4,8 +4,9 @@ package vfs
 // (OFD) record locks, after Linux's fs/locks.c.
 //
 // Owners. A flock lock belongs to an open file description (*file). A
-// record lock belongs to a *Proc (process-associated, F_SETLK) or to a
-// *file (OFD, F_OFD_SETLK); both kinds sit in one list per node and
+// record lock belongs to a process (process-associated, F_SETLK: the
+// *Proc that is the group of the calling thread, Proc.group, as Linux's
+// fl_owner is the shared files_struct) or to a *file (OFD, F_OFD_SETLK); both kinds sit in one list per node and
 // conflict with each other whenever their owners differ, as in Linux's
 // flc_posix list. flock and record locks never conflict with each other.
 //
@@ -325,7 +326,7 @@ func (p *Proc) getlk(f *file, ofd bool, lk *unix.Flock_t) error {
 	if !validLockType(lk.Type) {
 		return errEINVAL
 	}
-	req := recordLock{owner: p, typ: lk.Type, start: start, end: end}
+	req := recordLock{owner: p.group, typ: lk.Type, start: start, end: end}
 	if ofd {
 		if lk.Pid != 0 {
 			return errEINVAL
@@ -372,7 +373,7 @@ func (p *Proc) setlk(f *file, cmd int, lk *unix.Flock_t) error {
 	if lk.Type == unix.F_RDLCK && f.mode&fmRead == 0 || lk.Type == unix.F_WRLCK && f.mode&fmWrite == 0 {
 		return errEBADF // check_fmode_for_setlk
 	}
-	req := recordLock{owner: p, typ: lk.Type, start: start, end: end, pid: p.pid}
+	req := recordLock{owner: p.group, typ: lk.Type, start: start, end: end, pid: p.pid}
 	var waiter *Proc // the process-associated owner, for deadlock detection
 	switch cmd {
 	case unix.F_OFD_SETLK, unix.F_OFD_SETLKW:
@@ -381,7 +382,7 @@ func (p *Proc) setlk(f *file, cmd int, lk *unix.Flock_t) error {
 		}
 		req.owner, req.pid = f, -1
 	default:
-		waiter = p
+		waiter = p.group
 	}
 	wait := cmd == unix.F_SETLKW || cmd == unix.F_OFD_SETLKW
 
@@ -523,7 +524,7 @@ func sortByStart(ls []recordLock) {
 // reference. Close, Dup2 and Dup3 use it.
 func (p *Proc) closeFile(f *file) error {
 	if locks.count.Load() != 0 {
-		removeLocks(f.node, func(owner any) bool { return owner == any(p) }, nil)
+		removeLocks(f.node, func(owner any) bool { return owner == any(p.group) }, nil)
 	}
 	return f.release()
 }

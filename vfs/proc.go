@@ -27,8 +27,13 @@ import (
 // credentials and a view of a namespace. Its methods are safe for
 // concurrent use.
 type Proc struct {
-	ns    *Namespace
-	files fdTable
+	ns *Namespace
+	// files is the descriptor table, shared by the threads of a process
+	// (NewThread); set once.
+	files *fdTable
+	// group is the process the Proc is a thread of, itself for a process:
+	// the owner of its process-associated locks (thread.go). Set once.
+	group *Proc
 	// cwd is replaced whole by Chdir; the walk loads it once.
 	cwd   atomic.Pointer[location]
 	umask atomic.Uint32
@@ -50,7 +55,8 @@ func (p *Proc) Pid() int { return int(p.pid) }
 // NewProc returns a root process with an empty descriptor table, in ns,
 // with the namespace root as its current directory and a umask of 022.
 func NewProc(ns *Namespace) *Proc {
-	p := &Proc{ns: ns, pid: newPid()}
+	p := &Proc{ns: ns, pid: newPid(), files: new(fdTable)}
+	p.group = p
 	p.files.init()
 	p.cwd.Store(&location{ns.root, ns.root.root})
 	p.umask.Store(0o022)
