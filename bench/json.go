@@ -96,10 +96,10 @@ func (res *Result) JSON() ExperimentJSON {
 		x.Ratios = append(x.Ratios, RatioJSON{r.A, r.B, r.Median, r.CI.Low, r.CI.High, r.BeyondNoise()})
 	}
 	for _, s := range res.Skipped {
-		x.Skipped = append(x.Skipped, SkippedJSON{s.Variant, s.Reason})
+		x.Skipped = append(x.Skipped, SkippedJSON(s))
 	}
 	for _, ref := range res.Experiment.Reference {
-		x.Reference = append(x.Reference, ReferenceJSON{ref.Label, ref.Variant, ref.NsPerOp})
+		x.Reference = append(x.Reference, ReferenceJSON(ref))
 	}
 	if res.Matrix != nil {
 		x.Matrix = res.Matrix.json()

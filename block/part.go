@@ -273,7 +273,7 @@ func (s *scan) extended(t *Table, first, firstSize uint64, next *int) error {
 		if err != nil {
 			return nil // read_part_sector failed: the chain ends
 		}
-		if b == nil || len(b) < 512 || !hasMBRMagic(b) {
+		if len(b) < 512 || !hasMBRMagic(b) {
 			return nil
 		}
 		ents := mbrEntries(b)
@@ -351,7 +351,7 @@ func (s *scan) gpt(force bool) (*Table, error) {
 		if err != nil {
 			return nil, err
 		}
-		if b == nil || len(b) < 512 || !protectiveMBR(b) {
+		if len(b) < 512 || !protectiveMBR(b) {
 			return nil, nil
 		}
 	}

@@ -188,16 +188,6 @@ func (s *Server) anyHandle(id uint64) *handle {
 	return nil
 }
 
-// lookups reports the kernel's reference count of node id, for tests.
-func (s *Server) lookups(id uint64) uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if n := s.nodes[id]; n != nil {
-		return n.lookups
-	}
-	return 0
-}
-
 func setTTL(sec *uint64, nsec *uint32, d time.Duration) {
 	*sec = uint64(d / time.Second)
 	*nsec = uint32(d % time.Second)

@@ -112,7 +112,7 @@ func (s *Shell) exec(ctx context.Context, args []string) error {
 	b := builtins[args[0]]
 	if b == nil {
 		fmt.Fprintf(hc.Stderr, "iovfs sh: %s: command not found\n", args[0])
-		return interp.NewExitStatus(127)
+		return interp.ExitStatus(127)
 	}
 	parent := s.procFrom(ctx)
 	s.forkMu.Lock()
@@ -120,12 +120,12 @@ func (s *Shell) exec(ctx context.Context, args []string) error {
 	s.forkMu.Unlock()
 	if err != nil {
 		fmt.Fprintf(hc.Stderr, "iovfs sh: fork: %s\n", errText(err))
-		return interp.NewExitStatus(1)
+		return interp.ExitStatus(1)
 	}
 	defer s.closeAll(p)
 	if err := p.Chdir(hc.Dir); err != nil {
 		fmt.Fprintf(hc.Stderr, "iovfs sh: %s: %s\n", hc.Dir, errText(err))
-		return interp.NewExitStatus(1)
+		return interp.ExitStatus(1)
 	}
 	c := &cmd{ctx: ctx, sh: s, p: p, name: args[0], dir: hc.Dir, env: hc.Env,
 		in: hc.Stdin, out: hc.Stdout, err: hc.Stderr}
@@ -146,7 +146,7 @@ func (s *Shell) exec(ctx context.Context, args []string) error {
 	if st == 0 {
 		return nil
 	}
-	return interp.NewExitStatus(uint8(st))
+	return interp.ExitStatus(uint8(st))
 }
 
 // cmdWriter notes EPIPE, so the command can end as if SIGPIPE killed it.

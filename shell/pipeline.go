@@ -180,7 +180,7 @@ func (s *Shell) runPipeline(ctx context.Context, hc interp.HandlerContext, id st
 			}
 		}
 		fmt.Fprintf(hc.Stderr, "iovfs sh: pipe: %s\n", errText(err))
-		return interp.NewExitStatus(1)
+		return interp.ExitStatus(1)
 	}
 
 	prelude := varPrelude(hc.Env)
@@ -217,7 +217,7 @@ func (s *Shell) runPipeline(ctx context.Context, hc interp.HandlerContext, id st
 	}
 	wg.Wait()
 	if st := status[n-1]; st != 0 {
-		return interp.NewExitStatus(uint8(st))
+		return interp.ExitStatus(uint8(st))
 	}
 	return nil
 }

@@ -202,7 +202,7 @@ func (s *Shell) status(ctx context.Context, err error) int {
 	if err == nil {
 		return 0
 	}
-	if st, ok := interp.IsExitStatus(err); ok {
+	if st, ok := errors.AsType[interp.ExitStatus](err); ok {
 		return int(st)
 	}
 	if ctx.Err() != nil {

@@ -113,7 +113,7 @@ func copyChecks(fi *file, posIn int64, fo *file, posOut int64, count uint64) (ui
 		count = min(count, uint64(sti.Size)-uint64(posIn))
 	}
 	// generic_write_check_limits, with s_maxbytes the largest offset.
-	if posOut >= math.MaxInt64 {
+	if posOut == math.MaxInt64 {
 		return 0, unix.EFBIG
 	}
 	count = min(count, uint64(math.MaxInt64)-uint64(posOut))

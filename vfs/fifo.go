@@ -89,14 +89,3 @@ func dropFIFOFile(obj *pipeObj) {
 	}
 	fifos.mu.Unlock()
 }
-
-// isSpecial reports whether st is a FIFO, socket or device node: sb_permission
-// refuses write access on a read-only mount only to regular files,
-// directories and symlinks, so these open for writing there.
-func isSpecial(st Stat) bool {
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR, unix.S_IFBLK:
-		return true
-	}
-	return false
-}

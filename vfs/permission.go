@@ -78,14 +78,6 @@ func (c *creds) permissionAttrs(m *mount, mode, uid, gid uint32, mask int) error
 	return c.generic(mode, uid, gid, mask)
 }
 
-// permission checks mask (MayRead|MayWrite|MayExec) for the calling
-// process on node n, whose metadata is st, as Linux's generic_permission:
-// nil, or EACCES. It does not look at the mount (see creds.permission for
-// EROFS).
-func (p *Proc) permission(n Node, st Stat, mask int) error {
-	return p.cred.Load().generic(st.Mode, st.Uid, st.Gid, mask)
-}
-
 // ownerOrCapable is Linux's inode_owner_or_capable: the fsuid owns the file
 // or the process has CAP_FOWNER.
 func (c *creds) ownerOrCapable(uid uint32) bool {

@@ -29,8 +29,8 @@ func TestGenericPermission(t *testing.T) {
 		{user, unix.S_IFREG | 0o640, 0, 1002, MayRead, nil, "a supplementary group"},
 		{user, unix.S_IFREG | 0o640, 0, 1002, MayWrite, errEACCES, "group without w"},
 		{user, unix.S_IFDIR | 0o706, 0, 1002, MayExec, errEACCES, "group may not search"},
-		{root, unix.S_IFREG | 0o000, 1000, 1000, MayRead | MayWrite, nil, "CAP_DAC_OVERRIDE reads and writes"},
-		{root, unix.S_IFDIR | 0o000, 1000, 1000, MayExec, nil, "CAP_DAC_OVERRIDE searches"},
+		{root, unix.S_IFREG /* | 0o000 */, 1000, 1000, MayRead | MayWrite, nil, "CAP_DAC_OVERRIDE reads and writes"},
+		{root, unix.S_IFDIR /* | 0o000 */, 1000, 1000, MayExec, nil, "CAP_DAC_OVERRIDE searches"},
 		{root, unix.S_IFREG | 0o644, 1000, 1000, MayExec, errEACCES, "no x bit: root may not execute"},
 		{root, unix.S_IFREG | 0o001, 1000, 1000, MayExec, nil, "some x bit: root may execute"},
 	}
@@ -60,8 +60,8 @@ func TestXattrPermission(t *testing.T) {
 		{loc(unix.S_IFDIR|0o1777, 1000), "user.x", MayWrite, nil},
 		{loc(unix.S_IFREG|0o600, 0), "user.x", MayRead, errEACCES},
 		// cap_inode_setxattr: writing security.* needs CAP_SYS_ADMIN.
-		{loc(unix.S_IFREG|0o000, 0), "security.x", MayWrite, errEPERM},
-		{loc(unix.S_IFREG|0o000, 0), "security.x", MayRead, nil},
+		{loc(unix.S_IFREG /* |0o000 */, 0), "security.x", MayWrite, errEPERM},
+		{loc(unix.S_IFREG /* |0o000 */, 0), "security.x", MayRead, nil},
 	}
 	for _, c := range cases {
 		if got := p.xattrPermission(c.l.mnt, c.l.node, c.name, c.mask&MayWrite != 0); got != c.want {

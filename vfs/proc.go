@@ -75,9 +75,3 @@ func (p *Proc) Umask(mask uint32) uint32 { return p.umask.Swap(mask & 0o777) }
 func (p *Proc) walk(path string, follow bool) (location, error) {
 	return p.walkAt(unix.AT_FDCWD, path, follow)
 }
-
-// walkParent resolves all of path but its last component, from the
-// current directory.
-func (p *Proc) walkParent(path string) (location, string, bool, error) {
-	return p.walkParentAt(unix.AT_FDCWD, path)
-}

@@ -47,6 +47,7 @@ func (l *renameLock) readBegin() uint64 {
 			return s
 		}
 		l.mu.Lock() // sleeps until the writer is done
+		//lint:ignore SA2001 taking the lock is the wait: the writer holds it
 		l.mu.Unlock()
 	}
 }

@@ -62,7 +62,7 @@ func (w *walker) cachedPrefix(cur *location, restp *string, a *dirAttrs, last ui
 		var e *dentry
 		var i int
 		var why uint8
-		node, st, rest, e, i, why = c.fastSteps(&w.ns.mountBits, node, st, rest, last, a != nil)
+		node, _, rest, e, i, why = c.fastSteps(&w.ns.mountBits, node, st, rest, last, a != nil)
 		if why == fastDone {
 			cur.node = node
 			*restp = ""

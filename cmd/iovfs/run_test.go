@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -153,10 +152,14 @@ func TestRunGoStdlib(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles standard-library tests for wasip1")
 	}
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
 	for _, pkg := range []string{"testing/fstest", "path/filepath"} {
 		t.Run(pkg, func(t *testing.T) {
 			wasm := buildWasm(t, pkg, true)
-			dir := filepath.Join(runtime.GOROOT(), "src", pkg)
+			dir := filepath.Join(strings.TrimSpace(string(goroot)), "src", pkg)
 			code, out, stderr := iovfsRun(t, "--mount", "/:/", "--tmpfs", "/tmp", "--dev", "--env", "PWD="+dir,
 				"--env", "HOME="+os.Getenv("HOME"), wasm, "-test.short")
 			if code != 0 || !strings.Contains(out, "PASS") {

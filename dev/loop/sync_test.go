@@ -13,7 +13,7 @@ import (
 // the syncs it receives, so a test can see fsync reach the backing file.
 type syncFS struct{ f *syncFile }
 
-func (s syncFS) Root() vfs.Node { return syncDir{s.f} }
+func (s syncFS) Root() vfs.Node { return syncDir(s) }
 
 type syncDir struct{ f *syncFile }
 

@@ -804,7 +804,8 @@ func (w *Writer) renameAs(c *Caller, oldDir uint32, oldName string, newDir uint3
 
 // rename is Rename under the lock.
 func (w *Writer) rename(oldDir uint32, oldName string, newDir uint32, newName string) error {
-	odraw, src, ndraw, dst, dstFound, err := w.renameEnds(oldDir, oldName, newDir, newName)
+	_, src, ndraw, dst, dstFound, err := w.renameEnds(oldDir, oldName, newDir, newName)
+	var odraw []byte
 	if err != nil {
 		return err
 	}

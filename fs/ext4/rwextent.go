@@ -535,7 +535,7 @@ func (w *Writer) xrewrite(ino uint32, raw []byte, lo, hi uint64, op int, shift u
 		}
 		past := x.pastLeaf()
 		src := x.leafEnts()
-		out := src[len(src):len(src)]
+		out := src[len(src):]
 		at := -1
 		for _, e := range src {
 			if e.end() <= lo || uint64(e.l) >= hi || ((op == xopWritten || op == xopUnwritten) && e.u == (op == xopUnwritten)) {

@@ -176,6 +176,9 @@ func TestVFSReadWriteConcurrent(t *testing.T) {
 					got := make([]byte, len(data))
 					n, err := p.Pread(fd, got, int64(i)*1000)
 					p.Close(fd)
+					if err != nil {
+						return err
+					}
 					if n != len(data) || !bytes.Equal(got, data) {
 						return syscall.EIO
 					}

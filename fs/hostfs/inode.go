@@ -209,11 +209,7 @@ func (n *inode) listxattr() ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		var names []string
-		for _, b := range splitNul(buf[:sz]) {
-			names = append(names, b)
-		}
-		return names, nil
+		return splitNul(buf[:sz]), nil
 	}
 }
 

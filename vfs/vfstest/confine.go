@@ -2,7 +2,6 @@ package vfstest
 
 import (
 	"errors"
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -106,6 +105,6 @@ func RaceConfinement(t *testing.T, p *vfs.Proc, dir string, d time.Duration) (wa
 	if moves.Load() == 0 {
 		t.Errorf("confinement race: no rename ran")
 	}
-	t.Log(fmt.Sprintf("confinement race: %d renames, %d opens, %d EAGAIN, %d escapes in %v", moves.Load(), walked.Load(), eagain.Load(), escapes.Load(), d))
+	t.Logf("confinement race: %d renames, %d opens, %d EAGAIN, %d escapes in %v", moves.Load(), walked.Load(), eagain.Load(), escapes.Load(), d)
 	return walked.Load(), eagain.Load()
 }
