@@ -19,13 +19,16 @@ type credKey struct {
 	groups   string // decimal ids, space separated, sorted
 }
 
-// credentials caches one Proc per set of credentials. Such a Proc holds
-// no locks of its own (POSIX locks are taken through the lock owner's
-// Proc, see lock.go) and its descriptors are the export's open files, so
-// sharing it among callers with the same credentials changes nothing they
-// can observe.
+// credentials caches one thread of the server's Proc per set of
+// credentials (vfs.Proc.NewThread): it shares the server's descriptor
+// table, where the nodes and open files are, and acts with the caller's
+// ids, so iovfs's permission checks and the owner of what it creates are
+// the caller's. Record locks are never taken through these threads (each
+// lock owner has a process of its own, see lock.go), so sharing them
+// among callers with the same credentials changes nothing they can
+// observe.
 type credentials struct {
-	base *vfs.Proc // root, umask 0: requests from the kernel itself
+	base *vfs.Proc // root, umask 0: requests from root and the kernel itself
 	// mu protects procs.
 	mu    sync.Mutex
 	procs map[credKey]*vfs.Proc
@@ -36,10 +39,10 @@ func (c *credentials) init(base *vfs.Proc) {
 	c.procs = map[credKey]*vfs.Proc{}
 }
 
-// proc returns the Proc that serves a request from the caller in h.
-// Root callers and the kernel's own requests (pid 0) get the root Proc,
-// with root's full privileges, as a root process has on a local file
-// system.
+// proc returns the thread that serves a request from the caller in h.
+// Root callers and the kernel's own requests (pid 0) get the server's
+// Proc, with root's full privileges, as a root process has on a local
+// file system.
 func (c *credentials) proc(h *gofuse.InHeader) (*vfs.Proc, error) {
 	if h.Uid == 0 || h.Pid == 0 {
 		return c.base, nil
@@ -51,10 +54,7 @@ func (c *credentials) proc(h *gofuse.InHeader) (*vfs.Proc, error) {
 	if p != nil {
 		return p, nil
 	}
-	p, err := c.base.Fork()
-	if err != nil {
-		return nil, err
-	}
+	p = c.base.NewThread()
 	var gids []int
 	for _, f := range bytes.Fields([]byte(k.groups)) {
 		g, _ := strconv.Atoi(string(f))

@@ -17,128 +17,122 @@ func (r *rawFS) String() string { return "iovfs" }
 
 func st(err error) gofuse.Status { return gofuse.ToStatus(err) }
 
-// entry looks up path for h's caller and fills out as a LOOKUP reply for
-// name in directory parent.
-func (r *rawFS) entry(p *vfs.Proc, parent uint64, name, path string, out *gofuse.EntryOut) gofuse.Status {
-	sb, err := p.Lstat(path)
+// req is one request's view of the export: the caller's thread and the
+// node the request is about, which done gives back.
+type req struct {
+	p *vfs.Proc
+	n *node
+}
+
+// begin returns the caller's thread and node id for a request.
+func (r *rawFS) begin(h *gofuse.InHeader, id uint64) (req, gofuse.Status) {
+	p, err := r.s.creds.proc(h)
 	if err != nil {
-		return st(err)
+		return req{}, st(err)
 	}
-	r.s.register(parent, name, &sb, out)
+	n, err := r.s.get(id)
+	if err != nil {
+		return req{}, st(err)
+	}
+	return req{p, n}, gofuse.OK
+}
+
+func (r *rawFS) done(q req) { r.s.put(q.n) }
+
+// one refuses a name that is not one name of a directory: the kernel
+// sends "." and ".." only to servers that export to NFS, which this one
+// does not, and a ".." could leave the exported tree.
+func one(name string) gofuse.Status {
+	if name == "" || name == "." || name == ".." {
+		return gofuse.EINVAL
+	}
 	return gofuse.OK
 }
 
-// at returns the caller's Proc and the path of name in directory id.
-func (r *rawFS) at(h *gofuse.InHeader, name string) (*vfs.Proc, string, gofuse.Status) {
-	p, err := r.s.creds.proc(h)
+// lookup opens name in directory q.n as the caller (search permission
+// on the directory, one name, a final symlink not followed) and replies
+// with its node.
+func (r *rawFS) lookup(q req, name string, out *gofuse.EntryOut) gofuse.Status {
+	fd, err := q.p.Openat(q.n.fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, "", st(err)
+		return st(err)
 	}
-	path, err := r.s.child(h.NodeId, name)
-	if err != nil {
-		return nil, "", st(err)
-	}
-	return p, path, gofuse.OK
-}
-
-// self returns the caller's Proc and the path of node h.NodeId.
-func (r *rawFS) self(h *gofuse.InHeader) (*vfs.Proc, string, gofuse.Status) {
-	p, err := r.s.creds.proc(h)
-	if err != nil {
-		return nil, "", st(err)
-	}
-	path, err := r.s.path(h.NodeId)
-	if err != nil {
-		return nil, "", st(err)
-	}
-	return p, path, gofuse.OK
+	return st(r.s.register(fd, out))
 }
 
 func (r *rawFS) Lookup(cancel <-chan struct{}, h *gofuse.InHeader, name string, out *gofuse.EntryOut) gofuse.Status {
-	p, path, s := r.at(h, name)
+	if s := one(name); !s.Ok() {
+		return s
+	}
+	q, s := r.begin(h, h.NodeId)
 	if !s.Ok() {
 		return s
 	}
-	return r.entry(p, h.NodeId, name, path, out)
+	defer r.done(q)
+	return r.lookup(q, name, out)
 }
 
 func (r *rawFS) Forget(nodeid, nlookup uint64) { r.s.forget(nodeid, nlookup) }
 
 func (r *rawFS) GetAttr(cancel <-chan struct{}, in *gofuse.GetAttrIn, out *gofuse.AttrOut) gofuse.Status {
-	var sb vfs.Stat
+	var x unix.Statx_t
 	var err error
 	if in.Flags()&gofuse.FUSE_GETATTR_FH != 0 {
 		if hd := r.s.handle(in.Fh()); hd != nil {
-			sb, err = hd.p.Fstat(hd.fd)
+			x, err = r.s.statFd(hd.fd)
+			r.s.putHandle(hd)
 			goto done
 		}
 	}
 	{
-		p, path, s := r.self(&in.InHeader)
-		if s == gofuse.ENOENT {
-			// Unlinked or replaced while open: fstat(2) of such a
-			// file works on Linux, so answer from an open handle.
-			if hd := r.s.anyHandle(in.NodeId); hd != nil {
-				sb, err = hd.p.Fstat(hd.fd)
-				goto done
-			}
+		n, err2 := r.s.get(in.NodeId)
+		if err2 != nil {
+			return st(err2)
 		}
-		if !s.Ok() {
-			return s
-		}
-		sb, err = p.Lstat(path)
+		x, err = r.s.statFd(n.fd)
+		r.s.put(n)
 	}
 done:
 	if err != nil {
 		return st(err)
 	}
 	setTTL(&out.AttrValid, &out.AttrValidNsec, r.s.attrTTL)
-	r.s.fillAttr(&out.Attr, &sb)
+	r.s.fillAttr(&out.Attr, &x)
 	return gofuse.OK
 }
 
 func (r *rawFS) SetAttr(cancel <-chan struct{}, in *gofuse.SetAttrIn, out *gofuse.AttrOut) gofuse.Status {
-	p, path, s := r.self(&in.InHeader)
-	var hd *handle
-	if fh, ok := in.GetFh(); ok {
-		hd = r.s.handle(fh)
-	}
-	// byFd: the node has lost its name (unlinked or replaced while
-	// open), so fchmod, fchown and futimens of an open descriptor go
-	// through one of its handles, as they work on Linux.
-	byFd := false
-	if s == gofuse.ENOENT {
-		if hd == nil {
-			hd = r.s.anyHandle(in.NodeId)
-		}
-		if hd != nil {
-			p, byFd, s = hd.p, true, gofuse.OK
-		}
-	}
+	q, s := r.begin(&in.InHeader, in.NodeId)
 	if !s.Ok() {
 		return s
 	}
-	if size, ok := in.GetSize(); ok && !r.s.isDevice(in.NodeId, hd, p, path) {
+	defer r.done(q)
+	var hd *handle
+	if fh, ok := in.GetFh(); ok {
+		if hd = r.s.handle(fh); hd != nil {
+			defer r.s.putHandle(hd)
+		}
+	}
+	if size, ok := in.GetSize(); ok && !r.s.isDevice(q.n) {
 		// open(O_TRUNC) of a device shown as a file arrives here too;
-		// Linux's may_open drops O_TRUNC for devices.
+		// Linux's may_open drops O_TRUNC for devices. ftruncate and
+		// open(O_TRUNC) come with the handle: ftruncate(2)'s rules, no
+		// permission beyond the open; truncate(2) without one: its
+		// rules, write permission, for the caller. Either clears the
+		// set-ID bits of a caller without CAP_FSETID
+		// (FATTR_KILL_SUIDGID), as the vfs call does for the caller.
 		var err error
 		if hd != nil {
-			err = hd.p.Ftruncate(hd.fd, int64(size))
+			err = q.p.Ftruncate(hd.fd, int64(size))
 		} else {
-			err = p.Truncate(path, int64(size))
+			err = q.p.TruncateFd(q.n.fd, int64(size))
 		}
 		if err != nil {
 			return st(err)
 		}
 	}
 	if mode, ok := in.GetMode(); ok {
-		var err error
-		if byFd {
-			err = p.Fchmod(hd.fd, mode)
-		} else {
-			err = p.Fchmodat(unix.AT_FDCWD, path, mode, 0)
-		}
-		if err != nil {
+		if err := q.p.Fchmodat(q.n.fd, "", mode, unix.AT_EMPTY_PATH); err != nil {
 			return st(err)
 		}
 	}
@@ -150,13 +144,9 @@ func (r *rawFS) SetAttr(cancel <-chan struct{}, in *gofuse.SetAttrIn, out *gofus
 		gid = int(v)
 	}
 	if uid != -1 || gid != -1 {
-		var err error
-		if byFd {
-			err = p.Fchown(hd.fd, uid, gid)
-		} else {
-			err = p.Fchownat(unix.AT_FDCWD, path, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
-		}
-		if err != nil {
+		// chown clears the set-ID bits as Linux's chown_common does;
+		// with HANDLE_KILLPRIV_V2 the kernel leaves that to the server.
+		if err := q.p.Fchownat(q.n.fd, "", uid, gid, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return st(err)
 		}
 	}
@@ -174,153 +164,143 @@ func (r *rawFS) SetAttr(cancel <-chan struct{}, in *gofuse.SetAttrIn, out *gofus
 				ts[1] = unix.Timespec{Nsec: unix.UTIME_NOW}
 			}
 		}
-		var err error
-		if byFd {
-			err = p.Futimens(hd.fd, ts)
-		} else {
-			err = p.Utimensat(unix.AT_FDCWD, path, ts, unix.AT_SYMLINK_NOFOLLOW)
-		}
-		if err != nil {
+		if err := q.p.Utimensat(q.n.fd, "", ts, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return st(err)
 		}
 	}
-	var sb vfs.Stat
-	var err error
-	if hd != nil {
-		sb, err = hd.p.Fstat(hd.fd)
-	} else {
-		sb, err = p.Lstat(path)
-	}
+	x, err := r.s.statFd(q.n.fd)
 	if err != nil {
 		return st(err)
 	}
 	setTTL(&out.AttrValid, &out.AttrValidNsec, r.s.attrTTL)
-	r.s.fillAttr(&out.Attr, &sb)
+	r.s.fillAttr(&out.Attr, &x)
 	return gofuse.OK
 }
 
-// isDevice reports whether the export shows node id, a device, as a
-// regular file (Options.DevicesAsFiles).
-func (s *Server) isDevice(id uint64, hd *handle, p *vfs.Proc, path string) bool {
+// isDevice reports whether the export shows n, a device, as a regular
+// file (Options.DevicesAsFiles).
+func (s *Server) isDevice(n *node) bool {
 	if !s.devFiles {
 		return false
 	}
-	var sb vfs.Stat
-	var err error
-	if hd != nil {
-		sb, err = hd.p.Fstat(hd.fd)
-	} else {
-		sb, err = p.Lstat(path)
-	}
-	t := sb.Mode & unix.S_IFMT
+	x, err := s.statFd(n.fd)
+	t := uint32(x.Mode) & unix.S_IFMT
 	return err == nil && (t == unix.S_IFCHR || t == unix.S_IFBLK)
 }
 
+// made replies with the node of name, just made in directory q.n.
+func (r *rawFS) made(q req, name string, err error, out *gofuse.EntryOut) gofuse.Status {
+	if err != nil {
+		return st(err)
+	}
+	return r.lookup(q, name, out)
+}
+
 func (r *rawFS) Mknod(cancel <-chan struct{}, in *gofuse.MknodIn, name string, out *gofuse.EntryOut) gofuse.Status {
-	p, path, s := r.at(&in.InHeader, name)
+	if s := one(name); !s.Ok() {
+		return s
+	}
+	q, s := r.begin(&in.InHeader, in.NodeId)
 	if !s.Ok() {
 		return s
 	}
-	if err := p.Mknod(path, in.Mode, uint64(in.Rdev)); err != nil {
-		return st(err)
-	}
-	return r.entry(p, in.NodeId, name, path, out)
+	defer r.done(q)
+	return r.made(q, name, q.p.Mknodat(q.n.fd, name, in.Mode, int(in.Rdev)), out)
 }
 
 func (r *rawFS) Mkdir(cancel <-chan struct{}, in *gofuse.MkdirIn, name string, out *gofuse.EntryOut) gofuse.Status {
-	p, path, s := r.at(&in.InHeader, name)
+	if s := one(name); !s.Ok() {
+		return s
+	}
+	q, s := r.begin(&in.InHeader, in.NodeId)
 	if !s.Ok() {
 		return s
 	}
-	if err := p.Mkdir(path, in.Mode); err != nil {
-		return st(err)
-	}
-	return r.entry(p, in.NodeId, name, path, out)
-}
-
-// remove runs unlink or rmdir on name in h.NodeId and detaches the node
-// that lost its name.
-func (r *rawFS) remove(h *gofuse.InHeader, name string, rm func(p *vfs.Proc, path string) error) gofuse.Status {
-	p, path, s := r.at(h, name)
-	if !s.Ok() {
-		return s
-	}
-	sb, serr := p.Lstat(path)
-	if err := rm(p, path); err != nil {
-		return st(err)
-	}
-	if serr == nil {
-		r.s.detach(h.NodeId, name, nodeKey{sb.Dev, sb.Ino})
-	}
-	return gofuse.OK
-}
-
-func (r *rawFS) Unlink(cancel <-chan struct{}, h *gofuse.InHeader, name string) gofuse.Status {
-	return r.remove(h, name, (*vfs.Proc).Unlink)
-}
-
-func (r *rawFS) Rmdir(cancel <-chan struct{}, h *gofuse.InHeader, name string) gofuse.Status {
-	return r.remove(h, name, (*vfs.Proc).Rmdir)
-}
-
-func (r *rawFS) Rename(cancel <-chan struct{}, in *gofuse.RenameIn, oldName, newName string) gofuse.Status {
-	p, oldPath, s := r.at(&in.InHeader, oldName)
-	if !s.Ok() {
-		return s
-	}
-	newPath, err := r.s.child(in.Newdir, newName)
-	if err != nil {
-		return st(err)
-	}
-	src, serr := p.Lstat(oldPath)
-	dst, derr := p.Lstat(newPath)
-	if err := p.Renameat2(unix.AT_FDCWD, oldPath, unix.AT_FDCWD, newPath, uint(in.Flags)); err != nil {
-		return st(err)
-	}
-	if derr == nil && in.Flags&unix.RENAME_EXCHANGE == 0 {
-		r.s.detach(in.Newdir, newName, nodeKey{dst.Dev, dst.Ino})
-	}
-	if serr == nil {
-		r.s.moved(in.Newdir, newName, nodeKey{src.Dev, src.Ino})
-	}
-	if derr == nil && in.Flags&unix.RENAME_EXCHANGE != 0 {
-		r.s.moved(in.NodeId, oldName, nodeKey{dst.Dev, dst.Ino})
-	}
-	return gofuse.OK
-}
-
-func (r *rawFS) Link(cancel <-chan struct{}, in *gofuse.LinkIn, name string, out *gofuse.EntryOut) gofuse.Status {
-	p, path, s := r.at(&in.InHeader, name)
-	if !s.Ok() {
-		return s
-	}
-	old, err := r.s.path(in.Oldnodeid)
-	if err != nil {
-		return st(err)
-	}
-	if err := p.Link(old, path); err != nil {
-		return st(err)
-	}
-	return r.entry(p, in.NodeId, name, path, out)
+	defer r.done(q)
+	return r.made(q, name, q.p.Mkdirat(q.n.fd, name, in.Mode), out)
 }
 
 func (r *rawFS) Symlink(cancel <-chan struct{}, h *gofuse.InHeader, target, name string, out *gofuse.EntryOut) gofuse.Status {
-	p, path, s := r.at(h, name)
+	if s := one(name); !s.Ok() {
+		return s
+	}
+	q, s := r.begin(h, h.NodeId)
 	if !s.Ok() {
 		return s
 	}
-	if err := p.Symlink(target, path); err != nil {
+	defer r.done(q)
+	return r.made(q, name, q.p.Symlinkat(target, q.n.fd, name), out)
+}
+
+// remove runs unlinkat on name in h.NodeId. The node that loses the name
+// keeps its descriptor: a file with other names, or open, still works.
+func (r *rawFS) remove(h *gofuse.InHeader, name string, flags int) gofuse.Status {
+	if s := one(name); !s.Ok() {
+		return s
+	}
+	q, s := r.begin(h, h.NodeId)
+	if !s.Ok() {
+		return s
+	}
+	defer r.done(q)
+	return st(q.p.Unlinkat(q.n.fd, name, flags))
+}
+
+func (r *rawFS) Unlink(cancel <-chan struct{}, h *gofuse.InHeader, name string) gofuse.Status {
+	return r.remove(h, name, 0)
+}
+
+func (r *rawFS) Rmdir(cancel <-chan struct{}, h *gofuse.InHeader, name string) gofuse.Status {
+	return r.remove(h, name, unix.AT_REMOVEDIR)
+}
+
+func (r *rawFS) Rename(cancel <-chan struct{}, in *gofuse.RenameIn, oldName, newName string) gofuse.Status {
+	if s := one(oldName); !s.Ok() {
+		return s
+	}
+	if s := one(newName); !s.Ok() {
+		return s
+	}
+	q, s := r.begin(&in.InHeader, in.NodeId)
+	if !s.Ok() {
+		return s
+	}
+	defer r.done(q)
+	nd, err := r.s.get(in.Newdir)
+	if err != nil {
 		return st(err)
 	}
-	return r.entry(p, h.NodeId, name, path, out)
+	defer r.s.put(nd)
+	return st(q.p.Renameat2(q.n.fd, oldName, nd.fd, newName, uint(in.Flags)))
+}
+
+func (r *rawFS) Link(cancel <-chan struct{}, in *gofuse.LinkIn, name string, out *gofuse.EntryOut) gofuse.Status {
+	if s := one(name); !s.Ok() {
+		return s
+	}
+	q, s := r.begin(&in.InHeader, in.NodeId)
+	if !s.Ok() {
+		return s
+	}
+	defer r.done(q)
+	old, err := r.s.get(in.Oldnodeid)
+	if err != nil {
+		return st(err)
+	}
+	defer r.s.put(old)
+	if err := q.p.LinkFd(old.fd, q.n.fd, name); err != nil {
+		return st(err)
+	}
+	return st(r.s.again(old, out))
 }
 
 func (r *rawFS) Readlink(cancel <-chan struct{}, h *gofuse.InHeader) ([]byte, gofuse.Status) {
-	p, path, s := r.self(h)
-	if !s.Ok() {
-		return nil, s
+	n, err := r.s.get(h.NodeId)
+	if err != nil {
+		return nil, st(err)
 	}
-	t, err := p.Readlink(path)
+	defer r.s.put(n)
+	t, err := r.s.base.Readlinkat(n.fd, "")
 	if err != nil {
 		return nil, st(err)
 	}
@@ -328,21 +308,23 @@ func (r *rawFS) Readlink(cancel <-chan struct{}, h *gofuse.InHeader) ([]byte, go
 }
 
 func (r *rawFS) Access(cancel <-chan struct{}, in *gofuse.AccessIn) gofuse.Status {
-	p, path, s := r.self(&in.InHeader)
+	q, s := r.begin(&in.InHeader, in.NodeId)
 	if !s.Ok() {
 		return s
 	}
+	defer r.done(q)
 	// The kernel asks as the real ids (access(2)) or the effective ones
 	// (faccessat2 AT_EACCESS) and puts them in the header either way.
-	return st(p.Faccessat2(unix.AT_FDCWD, path, in.Mask, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW))
+	return st(q.p.Faccessat2(q.n.fd, "", in.Mask, unix.AT_EACCESS|unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW))
 }
 
 func (r *rawFS) StatFs(cancel <-chan struct{}, h *gofuse.InHeader, out *gofuse.StatfsOut) gofuse.Status {
-	p, path, s := r.self(h)
-	if !s.Ok() {
-		return s
+	n, err := r.s.get(h.NodeId)
+	if err != nil {
+		return st(err)
 	}
-	fs, err := p.Statfs(path)
+	defer r.s.put(n)
+	fs, err := r.s.base.Fstatfs(n.fd)
 	if err != nil {
 		return st(err)
 	}
@@ -352,15 +334,16 @@ func (r *rawFS) StatFs(cancel <-chan struct{}, h *gofuse.InHeader, out *gofuse.S
 	return gofuse.OK
 }
 
-// Xattr calls. The L* forms act on the node itself, never following a
-// symlink, as the kernel expects.
+// Xattr calls act on the node itself, never following a symlink, as the
+// kernel expects: the magic-link calls on its descriptor, as the caller.
 
 func (r *rawFS) GetXAttr(cancel <-chan struct{}, h *gofuse.InHeader, attr string, dest []byte) (uint32, gofuse.Status) {
-	p, path, s := r.self(h)
+	q, s := r.begin(h, h.NodeId)
 	if !s.Ok() {
 		return 0, s
 	}
-	v, err := p.Lgetxattr(path, attr)
+	defer r.done(q)
+	v, err := q.p.GetxattrFd(q.n.fd, attr)
 	if err != nil {
 		return 0, st(err)
 	}
@@ -371,11 +354,12 @@ func (r *rawFS) GetXAttr(cancel <-chan struct{}, h *gofuse.InHeader, attr string
 }
 
 func (r *rawFS) ListXAttr(cancel <-chan struct{}, h *gofuse.InHeader, dest []byte) (uint32, gofuse.Status) {
-	p, path, s := r.self(h)
+	q, s := r.begin(h, h.NodeId)
 	if !s.Ok() {
 		return 0, s
 	}
-	names, err := p.Llistxattr(path)
+	defer r.done(q)
+	names, err := q.p.ListxattrFd(q.n.fd)
 	if err != nil {
 		return 0, st(err)
 	}
@@ -396,17 +380,19 @@ func (r *rawFS) ListXAttr(cancel <-chan struct{}, h *gofuse.InHeader, dest []byt
 }
 
 func (r *rawFS) SetXAttr(cancel <-chan struct{}, in *gofuse.SetXAttrIn, attr string, data []byte) gofuse.Status {
-	p, path, s := r.self(&in.InHeader)
+	q, s := r.begin(&in.InHeader, in.NodeId)
 	if !s.Ok() {
 		return s
 	}
-	return st(p.Lsetxattr(path, attr, data, int(in.Flags)))
+	defer r.done(q)
+	return st(q.p.SetxattrFd(q.n.fd, attr, data, int(in.Flags)))
 }
 
 func (r *rawFS) RemoveXAttr(cancel <-chan struct{}, h *gofuse.InHeader, attr string) gofuse.Status {
-	p, path, s := r.self(h)
+	q, s := r.begin(h, h.NodeId)
 	if !s.Ok() {
 		return s
 	}
-	return st(p.Lremovexattr(path, attr))
+	defer r.done(q)
+	return st(q.p.RemovexattrFd(q.n.fd, attr))
 }

@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
@@ -9,22 +10,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A handle is an open file of the export: a descriptor in the Proc of
-// the caller who opened it. Later requests on the handle use that
-// descriptor whoever sends them, as a descriptor passed to another
-// process keeps the rights it was opened with.
+// A handle is an open file of the export: a descriptor in the server's
+// table, opened by the caller's thread, so with the caller's rights.
+// Later requests on the handle use that descriptor whoever sends them, as
+// a descriptor passed to another process keeps the rights it was opened
+// with.
 type handle struct {
-	p  *vfs.Proc
 	fd int
 	// dir is the listing state of a directory handle.
 	dir *dirState
-	// node is the node the handle is open on; set once by openOn,
-	// under Server.mu.
+	// node is the node the handle is open on; set before the handle is
+	// published.
 	node *node
 	// backing says the handle holds a reference to node.backingID
 	// (passthrough.go); under Server.bmu.
 	backing bool
+	// state counts the requests using fd, plus handleDropped once the
+	// handle has left the table (RELEASE, or the end of the export);
+	// whoever brings it to exactly handleDropped closes fd.
+	state atomic.Int64
 }
+
+const handleDropped = 1 << 40
 
 // dirState resumes a listing at the kernel's offset.
 type dirState struct {
@@ -36,11 +43,31 @@ type dirState struct {
 	next int64 // the offset the kernel asks for to get buf[i]
 }
 
+// handle returns the handle fh for a request, which must put it back
+// with putHandle, or nil if there is none.
 func (s *Server) handle(fh uint64) *handle {
 	s.hmu.RLock()
 	h := s.handles[fh]
+	if h != nil {
+		h.state.Add(1)
+	}
 	s.hmu.RUnlock()
 	return h
+}
+
+// putHandle ends a request's use of h.
+func (s *Server) putHandle(h *handle) {
+	if h.state.Add(-1) == handleDropped {
+		s.base.Close(h.fd)
+	}
+}
+
+// drop marks h as out of the table: its descriptor is closed now, or by
+// the last request using it.
+func (h *handle) drop(base *vfs.Proc) {
+	if h.state.Add(handleDropped) == handleDropped {
+		base.Close(h.fd)
+	}
 }
 
 func (s *Server) addHandle(h *handle) uint64 {
@@ -52,7 +79,8 @@ func (s *Server) addHandle(h *handle) uint64 {
 	return fh
 }
 
-func (s *Server) dropHandle(fh uint64) *handle {
+// takeHandle removes handle fh from the table and returns it (RELEASE).
+func (s *Server) takeHandle(fh uint64) *handle {
 	s.hmu.Lock()
 	h := s.handles[fh]
 	delete(s.handles, fh)
@@ -61,79 +89,95 @@ func (s *Server) dropHandle(fh uint64) *handle {
 }
 
 // openFlags are the open(2) flags the export passes on: the kernel has
-// done O_CREAT, O_EXCL and O_TRUNC already (it truncates with SETATTR),
-// and O_NOCTTY means nothing here.
+// resolved the name (O_NOFOLLOW) and done O_CREAT, O_EXCL and O_TRUNC
+// already (it truncates with SETATTR), and O_NOCTTY means nothing here.
 func openFlags(f uint32) int {
-	return int(f) &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_NOCTTY)
+	return int(f) &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_NOCTTY | unix.O_NOFOLLOW)
 }
 
-// openOut sets the reply flags for an open file of node id: anything
+// openOut sets the reply flags for an open file of node n: anything
 // that is not a regular file bypasses the page cache (FOPEN_DIRECT_IO),
 // because its size is not its content; regular files use it, and keep
 // what it holds (FOPEN_KEEP_CACHE) only when the file's size, mtime and
 // ctime are those seen at its previous open, so that nothing, through
 // the export or in-process, has changed it since.
-func (s *Server) openOut(id uint64, p *vfs.Proc, fd int, out *gofuse.OpenOut) {
-	sb, err := p.Fstat(fd)
-	if err != nil || !sb.IsRegular() {
+func (s *Server) openOut(n *node, fd int, out *gofuse.OpenOut) {
+	x, err := s.statFd(fd)
+	typ := uint32(x.Mode) & unix.S_IFMT
+	if err != nil || typ != unix.S_IFREG {
 		out.OpenFlags |= gofuse.FOPEN_DIRECT_IO
 	}
-	if err == nil && sb.IsRegular() {
-		k := cacheKey{sb.Size, sb.Mtime.UnixNano(), sb.Ctime.UnixNano()}
+	if err == nil && typ == unix.S_IFREG {
+		k := cacheKey{int64(x.Size), x.Mtime.Sec*1e9 + int64(x.Mtime.Nsec), x.Ctime.Sec*1e9 + int64(x.Ctime.Nsec)}
 		s.mu.Lock()
-		if n := s.nodes[id]; n != nil {
-			if n.cache == k {
-				out.OpenFlags |= gofuse.FOPEN_KEEP_CACHE
-			}
-			n.cache = k
+		if n.cache == k {
+			out.OpenFlags |= gofuse.FOPEN_KEEP_CACHE
 		}
+		n.cache = k
 		s.mu.Unlock()
 	}
-	if err == nil && sb.Mode&unix.S_IFMT != unix.S_IFREG && sb.Mode&unix.S_IFMT != unix.S_IFDIR {
+	if err == nil && typ != unix.S_IFREG && typ != unix.S_IFDIR {
 		// A character device shown as a regular file (see
-		// deviceAsFile) cannot seek in a useful way either.
+		// DevicesAsFiles) cannot seek in a useful way either.
 		out.OpenFlags |= gofuse.FOPEN_NONSEEKABLE
 	}
 }
 
+// opened publishes fd, open on n, as a handle and fills out.
+func (s *Server) opened(n *node, fd int, dir bool, out *gofuse.OpenOut) {
+	h := &handle{fd: fd, node: n}
+	if dir {
+		h.dir = &dirState{}
+	} else {
+		s.openOut(n, fd, out)
+		s.passthrough(h, out)
+	}
+	out.Fh = s.addHandle(h)
+}
+
 func (r *rawFS) Open(cancel <-chan struct{}, in *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
-	p, path, s := r.self(&in.InHeader)
+	q, s := r.begin(&in.InHeader, in.NodeId)
 	if !s.Ok() {
 		return s
 	}
-	fd, err := p.Open(path, openFlags(in.Flags)|unix.O_CLOEXEC, 0)
+	defer r.done(q)
+	fd, err := q.p.Reopen(q.n.fd, openFlags(in.Flags)|unix.O_CLOEXEC)
 	if err != nil {
 		return st(err)
 	}
-	r.s.openOut(in.NodeId, p, fd, out)
-	h := &handle{p: p, fd: fd}
-	r.s.openOn(in.NodeId, h)
-	r.s.passthrough(h, out)
-	out.Fh = r.s.addHandle(h)
+	r.s.opened(q.n, fd, false, out)
 	return gofuse.OK
 }
 
 func (r *rawFS) Create(cancel <-chan struct{}, in *gofuse.CreateIn, name string, out *gofuse.CreateOut) gofuse.Status {
-	p, path, s := r.at(&in.InHeader, name)
+	if s := one(name); !s.Ok() {
+		return s
+	}
+	q, s := r.begin(&in.InHeader, in.NodeId)
 	if !s.Ok() {
 		return s
 	}
-	fl := int(in.Flags)&^unix.O_NOCTTY | unix.O_CREAT | unix.O_CLOEXEC
-	fd, err := p.Open(path, fl, in.Mode)
+	defer r.done(q)
+	fl := int(in.Flags)&^unix.O_NOCTTY | unix.O_CREAT | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := q.p.Openat(q.n.fd, name, fl, in.Mode)
 	if err != nil {
 		return st(err)
 	}
-	sb, err := p.Fstat(fd)
+	pfd, err := r.s.base.Reopen(fd, unix.O_PATH|unix.O_CLOEXEC)
+	if err == nil {
+		err = r.s.register(pfd, &out.EntryOut)
+	}
 	if err != nil {
-		p.Close(fd)
+		r.s.base.Close(fd)
 		return st(err)
 	}
-	r.s.register(in.NodeId, name, &sb, &out.EntryOut)
-	r.s.openOut(out.NodeId, p, fd, &out.OpenOut)
-	h := &handle{p: p, fd: fd}
-	r.s.openOn(out.NodeId, h)
-	r.s.passthrough(h, &out.OpenOut)
-	out.Fh = r.s.addHandle(h)
+	n, err := r.s.get(out.NodeId)
+	if err != nil {
+		r.s.base.Close(fd)
+		return st(err)
+	}
+	defer r.s.put(n)
+	r.s.opened(n, fd, false, &out.OpenOut)
 	return gofuse.OK
 }
 
@@ -148,29 +192,40 @@ func (r *rawFS) Read(cancel <-chan struct{}, in *gofuse.ReadIn, buf []byte) (gof
 	if rr, ok := r.readDirect(h, buf, int64(in.Offset)); ok {
 		return rr, gofuse.OK
 	}
-	n, err := h.p.Pread(h.fd, buf, int64(in.Offset))
+	p := r.s.base
+	n, err := p.Pread(h.fd, buf, int64(in.Offset))
 	if err == syscall.ESPIPE {
-		n, err = h.p.Read(h.fd, buf)
+		n, err = p.Read(h.fd, buf)
 	}
 	if err != nil {
+		r.s.putHandle(h)
 		return nil, st(err)
 	}
 	rr := readResults.Get().(*readResult)
-	rr.b = buf[:n]
+	rr.b, rr.s, rr.h = buf[:n], r.s, h
 	return rr, gofuse.OK
 }
 
-// readResult is a READ reply in go-fuse's own buffer. Results are pooled
-// so that a READ allocates nothing here: go-fuse calls Done once the
-// reply is written.
-type readResult struct{ b []byte }
+// readResult is a READ reply, in go-fuse's buffer or the file's own
+// memory (readdirect.go). Results are pooled so that a READ allocates
+// nothing here: go-fuse calls Done once the reply is written, and Done
+// ends the request's use of its handle, so the file stays open until
+// then.
+type readResult struct {
+	b []byte
+	s *Server
+	h *handle
+}
 
 var readResults = sync.Pool{New: func() any { return new(readResult) }}
 
 func (r *readResult) Bytes([]byte) ([]byte, gofuse.Status) { return r.b, gofuse.OK }
 func (r *readResult) Size() int                            { return len(r.b) }
 func (r *readResult) Done() {
-	r.b = nil
+	if r.h != nil {
+		r.s.putHandle(r.h)
+	}
+	r.b, r.s, r.h = nil, nil, nil
 	readResults.Put(r)
 }
 
@@ -179,9 +234,21 @@ func (r *rawFS) Write(cancel <-chan struct{}, in *gofuse.WriteIn, data []byte) (
 	if h == nil {
 		return 0, gofuse.EBADF
 	}
-	n, err := h.p.Pwrite(h.fd, data, int64(in.Offset))
+	defer r.s.putHandle(h)
+	p := r.s.base
+	if in.WriteFlags&gofuse.WRITE_KILL_SUIDGID != 0 && r.s.setID(h.fd) {
+		// A writer without CAP_FSETID: write as the writer, so that
+		// vfs clears the set-ID bits as Linux's file_remove_privs does
+		// for it (the set-group-ID bit too when the file is
+		// group-executable or the writer is not in its group).
+		var err error
+		if p, err = r.s.creds.proc(&in.InHeader); err != nil {
+			return 0, st(err)
+		}
+	}
+	n, err := p.Pwrite(h.fd, data, int64(in.Offset))
 	if err == syscall.ESPIPE {
-		n, err = h.p.Write(h.fd, data)
+		n, err = p.Write(h.fd, data)
 	}
 	if err != nil {
 		return 0, st(err)
@@ -189,20 +256,27 @@ func (r *rawFS) Write(cancel <-chan struct{}, in *gofuse.WriteIn, data []byte) (
 	return uint32(n), gofuse.OK
 }
 
+// setID reports whether the file open as fd has a set-ID bit.
+func (s *Server) setID(fd int) bool {
+	sb, err := s.base.Fstat(fd)
+	return err == nil && sb.Mode&(unix.S_ISUID|unix.S_ISGID) != 0
+}
+
 func (r *rawFS) Flush(cancel <-chan struct{}, in *gofuse.FlushIn) gofuse.Status {
 	// close(2) by the lock owner: drop its POSIX locks on the file, as
 	// Linux's filp_close does (locks_remove_posix).
-	r.s.locks.closeOwnerFile(in.LockOwner, r.s.handle(in.Fh))
+	if h := r.s.handle(in.Fh); h != nil {
+		r.s.locks.closeOwnerFile(in.LockOwner, h)
+		r.s.putHandle(h)
+	}
 	return gofuse.OK
 }
 
 func (r *rawFS) Release(cancel <-chan struct{}, in *gofuse.ReleaseIn) {
-	h := r.s.dropHandle(in.Fh)
-	r.s.locks.dropFile(in.Fh)
-	if h != nil {
-		r.s.closedOn(h)
+	if h := r.s.takeHandle(in.Fh); h != nil {
+		r.s.locks.dropFile(h)
 		r.s.dropBacking(h)
-		h.p.Close(h.fd) // drops flock locks with the open file
+		h.drop(r.s.base) // drops flock locks with the open file
 	}
 }
 
@@ -211,10 +285,11 @@ func (r *rawFS) Fsync(cancel <-chan struct{}, in *gofuse.FsyncIn) gofuse.Status 
 	if h == nil {
 		return gofuse.EBADF
 	}
+	defer r.s.putHandle(h)
 	if in.FsyncFlags&1 != 0 { // FUSE_FSYNC_FDATASYNC
-		return st(h.p.Fdatasync(h.fd))
+		return st(r.s.base.Fdatasync(h.fd))
 	}
-	return st(h.p.Fsync(h.fd))
+	return st(r.s.base.Fsync(h.fd))
 }
 
 func (r *rawFS) Fallocate(cancel <-chan struct{}, in *gofuse.FallocateIn) gofuse.Status {
@@ -222,7 +297,14 @@ func (r *rawFS) Fallocate(cancel <-chan struct{}, in *gofuse.FallocateIn) gofuse
 	if h == nil {
 		return gofuse.EBADF
 	}
-	return st(h.p.Fallocate(h.fd, in.Mode, int64(in.Offset), int64(in.Length)))
+	defer r.s.putHandle(h)
+	// As the caller: fallocate clears the set-ID bits of a caller
+	// without CAP_FSETID (file_modified), and allocates for it.
+	p, err := r.s.creds.proc(&in.InHeader)
+	if err != nil {
+		return st(err)
+	}
+	return st(p.Fallocate(h.fd, in.Mode, int64(in.Offset), int64(in.Length)))
 }
 
 func (r *rawFS) Lseek(cancel <-chan struct{}, in *gofuse.LseekIn, out *gofuse.LseekOut) gofuse.Status {
@@ -230,9 +312,10 @@ func (r *rawFS) Lseek(cancel <-chan struct{}, in *gofuse.LseekIn, out *gofuse.Ls
 	if h == nil {
 		return gofuse.EBADF
 	}
+	defer r.s.putHandle(h)
 	// The kernel sends only SEEK_DATA and SEEK_HOLE; the handle's own
 	// position is not used by READ and WRITE, so moving it is harmless.
-	off, err := h.p.Seek(h.fd, int64(in.Offset), int(in.Whence))
+	off, err := r.s.base.Seek(h.fd, int64(in.Offset), int(in.Whence))
 	if err != nil {
 		return st(err)
 	}
@@ -241,23 +324,24 @@ func (r *rawFS) Lseek(cancel <-chan struct{}, in *gofuse.LseekIn, out *gofuse.Ls
 }
 
 func (r *rawFS) CopyFileRange(cancel <-chan struct{}, in *gofuse.CopyFileRangeIn) (uint32, gofuse.Status) {
-	src, dst := r.s.handle(in.FhIn), r.s.handle(in.FhOut)
-	if src == nil || dst == nil {
+	src := r.s.handle(in.FhIn)
+	if src == nil {
 		return 0, gofuse.EBADF
 	}
-	rfd, wfd := src.fd, dst.fd
-	if src.p != dst.p {
-		// Opened by callers with different credentials: borrow the
-		// source into the destination's Proc for the call.
-		fd, err := dst.p.Getfd(src.p, src.fd)
-		if err != nil {
-			return 0, st(err)
-		}
-		defer dst.p.Close(fd)
-		rfd = fd
+	defer r.s.putHandle(src)
+	dst := r.s.handle(in.FhOut)
+	if dst == nil {
+		return 0, gofuse.EBADF
+	}
+	defer r.s.putHandle(dst)
+	// As the caller, whose write may clear the destination's set-ID
+	// bits (file_modified).
+	p, err := r.s.creds.proc(&in.InHeader)
+	if err != nil {
+		return 0, st(err)
 	}
 	roff, woff := int64(in.OffIn), int64(in.OffOut)
-	n, err := dst.p.CopyFileRange(rfd, &roff, wfd, &woff, int(min(in.Len, 1<<30)), int(in.Flags))
+	n, err := p.CopyFileRange(src.fd, &roff, dst.fd, &woff, int(min(in.Len, 1<<30)), int(in.Flags))
 	if err != nil {
 		return 0, st(err)
 	}
@@ -265,24 +349,22 @@ func (r *rawFS) CopyFileRange(cancel <-chan struct{}, in *gofuse.CopyFileRangeIn
 }
 
 func (r *rawFS) OpenDir(cancel <-chan struct{}, in *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
-	p, path, s := r.self(&in.InHeader)
+	q, s := r.begin(&in.InHeader, in.NodeId)
 	if !s.Ok() {
 		return s
 	}
-	fd, err := p.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	defer r.done(q)
+	fd, err := q.p.Reopen(q.n.fd, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
 		return st(err)
 	}
-	h := &handle{p: p, fd: fd, dir: &dirState{}}
-	r.s.openOn(in.NodeId, h)
-	out.Fh = r.s.addHandle(h)
+	r.s.opened(q.n, fd, true, out)
 	return gofuse.OK
 }
 
 func (r *rawFS) ReleaseDir(in *gofuse.ReleaseIn) {
-	if h := r.s.dropHandle(in.Fh); h != nil {
-		r.s.closedOn(h)
-		h.p.Close(h.fd)
+	if h := r.s.takeHandle(in.Fh); h != nil {
+		h.drop(r.s.base)
 	}
 }
 
@@ -300,34 +382,38 @@ func (r *rawFS) ReadDirPlus(cancel <-chan struct{}, in *gofuse.ReadIn, out *gofu
 
 // readDir fills out with the entries after the kernel's offset, a cookie
 // that vfs gave (Dirent.Off), so a listing resumes where it stopped even
-// when entries come and go.
+// when entries come and go. READDIRPLUS looks each entry up as the
+// caller, relative to the directory's open descriptor.
 func (r *rawFS) readDir(in *gofuse.ReadIn, out *gofuse.DirEntryList, plus bool) gofuse.Status {
 	h := r.s.handle(in.Fh)
-	if h == nil || h.dir == nil {
+	if h == nil {
+		return gofuse.EBADF
+	}
+	defer r.s.putHandle(h)
+	if h.dir == nil {
 		return gofuse.EBADF
 	}
 	d := h.dir
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	base := r.s.base
 	off := int64(in.Offset)
 	if off != d.next || d.i > len(d.buf) {
-		if _, err := h.p.Seek(h.fd, off, unix.SEEK_SET); err != nil {
+		if _, err := base.Seek(h.fd, off, unix.SEEK_SET); err != nil {
 			return st(err)
 		}
 		d.buf, d.i, d.next = nil, 0, off
 	}
 	var p *vfs.Proc
-	var dir string
 	if plus {
-		var s gofuse.Status
-		p, dir, s = r.self(&in.InHeader)
-		if !s.Ok() {
-			return s
+		var err error
+		if p, err = r.s.creds.proc(&in.InHeader); err != nil {
+			return st(err)
 		}
 	}
 	for {
 		if d.i >= len(d.buf) {
-			b, err := h.p.Getdents(h.fd)
+			b, err := base.Getdents(h.fd)
 			if err != nil {
 				return st(err)
 			}
@@ -351,14 +437,13 @@ func (r *rawFS) readDir(in *gofuse.ReadIn, out *gofuse.DirEntryList, plus bool) 
 				return gofuse.OK
 			}
 			if e.Name != "." && e.Name != ".." {
-				cp := dir + "/" + e.Name
-				if dir == "/" {
-					cp = "/" + e.Name
-				}
-				// An entry that vanished meanwhile keeps node id 0:
-				// the kernel lists it without caching it.
-				if sb, err := p.Lstat(cp); err == nil {
-					r.s.register(in.NodeId, e.Name, &sb, eo)
+				// An entry that vanished meanwhile, or that the
+				// caller may not look up, keeps node id 0: the
+				// kernel lists it without caching it.
+				if fd, err := p.Openat(h.fd, e.Name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+					if r.s.register(fd, eo) != nil {
+						*eo = gofuse.EntryOut{}
+					}
 				}
 			}
 		}

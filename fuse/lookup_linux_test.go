@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestLookupCounts checks that the kernel's references balance: after a
@@ -83,12 +85,12 @@ func TestLookupCounts(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		for _, e := range names {
-			st, err := p.Lstat(e.dir)
+			x, err := p.Statx(unix.AT_FDCWD, e.dir, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS)
 			if err != nil {
 				t.Fatal(err)
 			}
 			s.mu.Lock()
-			n := s.byKey[nodeKey{st.Dev, st.Ino}]
+			n := s.byKey[nodeKey{x.Mnt_id, x.Ino}]
 			s.mu.Unlock()
 			if n != nil {
 				s.srv.EntryNotify(n.id, e.name)
@@ -105,7 +107,8 @@ func TestLookupCounts(t *testing.T) {
 			i := 0
 			for id, n := range s.nodes {
 				if i++; i < 10 {
-					t.Errorf("node %d (%s) still has %d lookups", id, n.name, n.lookups)
+					x, _ := s.statFd(n.fd)
+					t.Errorf("node %d (inode %d) still has %d lookups", id, x.Ino, n.lookups)
 				}
 			}
 			s.mu.Unlock()

@@ -1,34 +1,37 @@
 package fuse
 
 import (
-	"strings"
 	"syscall"
 	"time"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
-	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
-// nodeKey names a file for the life of the export: its file system's
-// device and inode number.
-type nodeKey struct{ dev, ino uint64 }
+// nodeKey names a file for as long as the export holds it: its mount's id
+// and its inode number. The node's O_PATH descriptor keeps the file alive,
+// so no other file of that mount takes the number meanwhile; the mount id
+// keeps apart the views of one file through two mounts (a read-only bind
+// mount and its source), which must not share a descriptor.
+type nodeKey struct{ mnt, ino uint64 }
 
-// A node is what the kernel knows by a node id. It is found again by
-// path: the name it was last looked up, created or linked under in its
-// parent. A node whose name went away (unlinked, or replaced by a
-// rename) is detached: calls that need its path give ENOENT, as the path
-// a program resolved is gone, while its open handles keep working.
+// A node is what the kernel knows by a node id: one file, held by an
+// O_PATH descriptor in the server's descriptor table, through which every
+// request on it is served (the *at calls relative to it, the magic-link
+// calls on it). A node has no name: a file keeps working through any of
+// its names while it has one, renames never leave it stale, and a file
+// whose last name went away still answers fstat and fchmod of the
+// descriptors programs hold, as on Linux.
 type node struct {
 	id  uint64
 	key nodeKey
+	fd  int // O_PATH, in Server.base's table; set once, closed by unref
+
 	// The fields below are protected by Server.mu.
-	parent   *node
-	name     string
-	lookups  uint64 // the kernel's references, from LOOKUP replies
-	detached bool
-	open     map[*handle]struct{} // handles open on the node
-	cache    cacheKey             // the file's state at its last open
+	lookups uint64   // the kernel's references, from LOOKUP-like replies
+	refs    int      // requests using fd now
+	dead    bool     // forgotten: fd is closed when refs reaches 0
+	cache   cacheKey // the file's state at its last open
 
 	// backingID is the kernel's passthrough backing file of the node,
 	// 0 if none, shared by backingRefs open handles (passthrough.go).
@@ -41,151 +44,117 @@ type node struct {
 // opens: size, mtime and ctime (every change of content moves ctime).
 type cacheKey struct{ size, mtime, ctime int64 }
 
-// path returns the namespace path of node id.
-func (s *Server) path(id uint64) (string, error) {
+// get returns node id for a request, which must put it back: ESTALE if
+// the kernel names a node the export does not know.
+func (s *Server) get(id uint64) (*node, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.nodes[id]
 	if n == nil {
-		return "", syscall.ESTALE
+		return nil, syscall.ESTALE
 	}
-	return s.pathLocked(n)
+	n.refs++
+	return n, nil
 }
 
-func (s *Server) pathLocked(n *node) (string, error) {
-	var parts []string
-	for ; n.parent != nil; n = n.parent {
-		if n.detached {
-			return "", syscall.ENOENT
-		}
-		parts = append(parts, n.name)
+// put ends a request's use of n.
+func (s *Server) put(n *node) {
+	s.mu.Lock()
+	n.refs--
+	closeFd := n.dead && n.refs == 0
+	s.mu.Unlock()
+	if closeFd {
+		s.base.Close(n.fd)
 	}
-	if n.id != gofuse.FUSE_ROOT_ID || n.detached {
-		// A node that never had a name (O_TMPFILE) is like one that
-		// lost it.
-		return "", syscall.ENOENT
-	}
-	var b strings.Builder
-	b.WriteString(s.root)
-	for i := len(parts) - 1; i >= 0; i-- {
-		if b.Len() > 1 || s.root != "/" {
-			b.WriteByte('/')
-		}
-		b.WriteString(parts[i])
-	}
-	return b.String(), nil
 }
 
-// child returns the path of name in directory node id.
-func (s *Server) child(id uint64, name string) (string, error) {
-	dir, err := s.path(id)
+// attrMask is what the export asks statx for: everything FUSE shows.
+const attrMask = unix.STATX_BASIC_STATS
+
+// statFd returns the attributes of the file open as fd (O_PATH or not),
+// a symlink itself included.
+func (s *Server) statFd(fd int) (unix.Statx_t, error) {
+	return s.base.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, attrMask)
+}
+
+// register records that the kernel holds one more reference to the file
+// open as fd, an O_PATH descriptor in the server's table that register
+// takes over, and fills out as the reply that gives the reference. If the
+// export already holds the file, the node it has is used and fd closed.
+func (s *Server) register(fd int, out *gofuse.EntryOut) error {
+	x, err := s.statFd(fd)
 	if err != nil {
-		return "", err
+		s.base.Close(fd)
+		return err
 	}
-	if dir == "/" {
-		return "/" + name, nil
-	}
-	return dir + "/" + name, nil
-}
-
-// register records that the kernel now holds one more reference to the
-// file st, found as name in directory parent, and fills out.
-func (s *Server) register(parent uint64, name string, st *vfs.Stat, out *gofuse.EntryOut) {
-	k := nodeKey{st.Dev, st.Ino}
+	k := nodeKey{x.Mnt_id, x.Ino}
 	s.mu.Lock()
 	n := s.byKey[k]
 	if n == nil {
-		n = &node{id: s.nextID, key: k}
+		n = &node{id: s.nextID, key: k, fd: fd}
 		s.nextID++
 		s.nodes[n.id] = n
 		s.byKey[k] = n
-	}
-	if name != "" && name != "." && name != ".." && n.id != gofuse.FUSE_ROOT_ID {
-		if p := s.nodes[parent]; p != nil {
-			n.parent, n.name, n.detached = p, name, false
-		}
+		fd = -1
 	}
 	n.lookups++
 	s.mu.Unlock()
+	if fd >= 0 {
+		s.base.Close(fd)
+	}
+	s.entryOut(n, &x, out)
+	return nil
+}
+
+// again records one more reference to n, a node the request holds (the
+// file LINK gave a new name), and fills out.
+func (s *Server) again(n *node, out *gofuse.EntryOut) error {
+	x, err := s.statFd(n.fd)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	n.lookups++
+	s.mu.Unlock()
+	s.entryOut(n, &x, out)
+	return nil
+}
+
+func (s *Server) entryOut(n *node, x *unix.Statx_t, out *gofuse.EntryOut) {
 	out.NodeId = n.id
 	out.Generation = 1
 	setTTL(&out.EntryValid, &out.EntryValidNsec, s.entryTTL)
 	setTTL(&out.AttrValid, &out.AttrValidNsec, s.attrTTL)
-	s.fillAttr(&out.Attr, st)
+	s.fillAttr(&out.Attr, x)
 }
 
-// detach marks the node at name in directory parent, if the table holds
-// it under that name, as having lost its path.
-func (s *Server) detach(parent uint64, name string, k nodeKey) {
+// forget drops count of the kernel's references to node id (FORGET). A
+// node with none left leaves the table at once, so a later LOOKUP of its
+// file makes a new node, and its descriptor is closed when the last
+// request using it ends. The root is never forgotten.
+func (s *Server) forget(id, count uint64) {
 	s.mu.Lock()
-	if n := s.byKey[k]; n != nil && n.parent != nil && n.parent.id == parent && n.name == name {
-		n.detached = true
-	}
-	s.mu.Unlock()
-}
-
-// moved records that the node k is now name in directory parent.
-func (s *Server) moved(parent uint64, name string, k nodeKey) {
-	s.mu.Lock()
-	if n, p := s.byKey[k], s.nodes[parent]; n != nil && p != nil && n.id != gofuse.FUSE_ROOT_ID {
-		n.parent, n.name, n.detached = p, name, false
-	}
-	s.mu.Unlock()
-}
-
-// forget drops n of the kernel's references to node id (FORGET). The
-// node leaves the table when none are left; the root never does.
-func (s *Server) forget(id, n uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	nd := s.nodes[id]
-	if nd == nil || id == gofuse.FUSE_ROOT_ID {
+	n := s.nodes[id]
+	if n == nil || id == gofuse.FUSE_ROOT_ID {
+		s.mu.Unlock()
 		return
 	}
-	if n >= nd.lookups {
-		delete(s.nodes, id)
-		if s.byKey[nd.key] == nd {
-			delete(s.byKey, nd.key)
-		}
+	if count < n.lookups {
+		n.lookups -= count
+		s.mu.Unlock()
 		return
 	}
-	nd.lookups -= n
-}
-
-// openOn records h as open on node id, so that the node's attributes
-// stay reachable through it once it has lost its name (fstat of an
-// unlinked file).
-func (s *Server) openOn(id uint64, h *handle) {
-	s.mu.Lock()
-	if n := s.nodes[id]; n != nil {
-		if n.open == nil {
-			n.open = map[*handle]struct{}{}
-		}
-		n.open[h] = struct{}{}
-		h.node = n
+	n.lookups = 0
+	delete(s.nodes, id)
+	if s.byKey[n.key] == n {
+		delete(s.byKey, n.key)
 	}
+	n.dead = true
+	closeFd := n.refs == 0
 	s.mu.Unlock()
-}
-
-// closedOn undoes openOn.
-func (s *Server) closedOn(h *handle) {
-	s.mu.Lock()
-	if h.node != nil {
-		delete(h.node.open, h)
+	if closeFd {
+		s.base.Close(n.fd)
 	}
-	s.mu.Unlock()
-}
-
-// anyHandle returns a handle open on node id, or nil.
-func (s *Server) anyHandle(id uint64) *handle {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if n := s.nodes[id]; n != nil {
-		for h := range n.open {
-			return h
-		}
-	}
-	return nil
 }
 
 func setTTL(sec *uint64, nsec *uint32, d time.Duration) {
@@ -193,25 +162,25 @@ func setTTL(sec *uint64, nsec *uint32, d time.Duration) {
 	*nsec = uint32(d % time.Second)
 }
 
-// fillAttr converts st for the kernel.
-func (s *Server) fillAttr(a *gofuse.Attr, st *vfs.Stat) {
-	fillAttr(a, st)
-	if t := st.Mode & unix.S_IFMT; s.devFiles && (t == unix.S_IFCHR || t == unix.S_IFBLK) {
-		a.Mode = unix.S_IFREG | st.Mode&^unix.S_IFMT
+// fillAttr converts x for the kernel.
+func (s *Server) fillAttr(a *gofuse.Attr, x *unix.Statx_t) {
+	fillAttr(a, x)
+	if t := uint32(x.Mode) & unix.S_IFMT; s.devFiles && (t == unix.S_IFCHR || t == unix.S_IFBLK) {
+		a.Mode = unix.S_IFREG | uint32(x.Mode)&^unix.S_IFMT
 		a.Rdev = 0
 	}
 }
 
-func fillAttr(a *gofuse.Attr, st *vfs.Stat) {
-	a.Ino = st.Ino
-	a.Size = uint64(st.Size)
-	a.Blocks = uint64(st.Blocks)
-	a.Atime, a.Atimensec = uint64(st.Atime.Unix()), uint32(st.Atime.Nanosecond())
-	a.Mtime, a.Mtimensec = uint64(st.Mtime.Unix()), uint32(st.Mtime.Nanosecond())
-	a.Ctime, a.Ctimensec = uint64(st.Ctime.Unix()), uint32(st.Ctime.Nanosecond())
-	a.Mode = st.Mode
-	a.Nlink = uint32(st.Nlink)
-	a.Uid, a.Gid = st.Uid, st.Gid
-	a.Rdev = uint32(st.Rdev)
-	a.Blksize = uint32(st.Blksize)
+func fillAttr(a *gofuse.Attr, x *unix.Statx_t) {
+	a.Ino = x.Ino
+	a.Size = x.Size
+	a.Blocks = x.Blocks
+	a.Atime, a.Atimensec = uint64(x.Atime.Sec), x.Atime.Nsec
+	a.Mtime, a.Mtimensec = uint64(x.Mtime.Sec), x.Mtime.Nsec
+	a.Ctime, a.Ctimensec = uint64(x.Ctime.Sec), x.Ctime.Nsec
+	a.Mode = uint32(x.Mode)
+	a.Nlink = x.Nlink
+	a.Uid, a.Gid = x.Uid, x.Gid
+	a.Rdev = uint32(unix.Mkdev(x.Rdev_major, x.Rdev_minor))
+	a.Blksize = x.Blksize
 }

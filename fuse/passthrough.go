@@ -36,7 +36,7 @@ func (s *Server) passthrough(h *handle, out *gofuse.OpenOut) {
 	if n.backingID == 0 {
 		var id int32
 		var errno syscall.Errno
-		err := h.p.HostFile(h.fd, func(fd int) error {
+		err := s.base.HostFile(h.fd, func(fd int) error {
 			id, errno = s.srv.RegisterBackingFd(&gofuse.BackingMap{Fd: int32(fd)})
 			if errno != 0 {
 				return errno

@@ -26,8 +26,8 @@ func TestReadWriteNoAlloc(t *testing.T) {
 	if _, err := p.Write(fd, data); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{handles: map[uint64]*handle{}}
-	fh := s.addHandle(&handle{p: p, fd: fd})
+	s := &Server{base: p, handles: map[uint64]*handle{}}
+	fh := s.addHandle(&handle{fd: fd})
 	r := &rawFS{s: s}
 	buf := make([]byte, 1<<17)
 	in := &gofuse.ReadIn{Fh: fh, Offset: 4096, Size: 32768}

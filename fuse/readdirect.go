@@ -16,30 +16,29 @@ import (
 // being contiguous on the device) is copied into buf and the rest read
 // with Pread after it, since a short READ reply means end of file.
 //
-// The view stays valid until go-fuse has written the reply: the kernel
-// keeps the file open, and so the export's descriptor, while a READ on it
-// is in flight, and Unmount closes descriptors only after the server loop
-// has ended.
+// The view stays valid until go-fuse has written the reply: the reply
+// holds the handle, and so the export's descriptor and the mount, until
+// go-fuse calls Done.
 func (r *rawFS) readDirect(h *handle, buf []byte, off int64) (gofuse.ReadResult, bool) {
-	v, err := h.p.ReadDirect(h.fd, off, len(buf))
+	p := r.s.base
+	v, err := p.ReadDirect(h.fd, off, len(buf))
 	if err != nil {
 		return nil, false
 	}
+	if len(v) != len(buf) && len(v) != 0 {
+		n, err := block.Copy(buf, v) // EIO, not a crash, if the memory faults
+		if err != nil {
+			return nil, false
+		}
+		k, err := p.Pread(h.fd, buf[n:], off+int64(n))
+		if err != nil {
+			k = 0 // a partial transfer is a success
+		}
+		v = buf[:n+k]
+	}
+	// All of it, the end of the file, or the copy. The result holds h
+	// until go-fuse has written the reply.
 	rr := readResults.Get().(*readResult)
-	if len(v) == len(buf) || len(v) == 0 {
-		// All of it, or the end of the file.
-		rr.b = v
-		return rr, true
-	}
-	n, err := block.Copy(buf, v) // EIO, not a crash, if the memory faults
-	if err != nil {
-		rr.Done()
-		return nil, false
-	}
-	k, err := h.p.Pread(h.fd, buf[n:], off+int64(n))
-	if err != nil {
-		k = 0 // a partial transfer is a success
-	}
-	rr.b = buf[:n+k]
+	rr.b, rr.s, rr.h = v, r.s, h
 	return rr, true
 }

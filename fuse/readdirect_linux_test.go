@@ -71,7 +71,7 @@ func TestReadDirectReply(t *testing.T) {
 		t.Run("opts="+data, func(t *testing.T) {
 			p := ext4Proc(t, img, data)
 			t.Cleanup(func() { p.Unmount("/mnt", 0) })
-			s := &Server{handles: map[uint64]*handle{}}
+			s := &Server{base: p, handles: map[uint64]*handle{}}
 			rfs := &rawFS{s: s}
 			fhs := map[string]uint64{}
 			for name := range content {
@@ -80,7 +80,7 @@ func TestReadDirectReply(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { p.Close(fd) })
-				fhs[name] = s.addHandle(&handle{p: p, fd: fd})
+				fhs[name] = s.addHandle(&handle{fd: fd})
 			}
 			buf := make([]byte, 1<<20)
 			for _, rd := range reads {

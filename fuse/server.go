@@ -1,16 +1,32 @@
 // Package fuse exports a subtree of an iovfs namespace to the host kernel
 // through FUSE, so that every host program can use it. It is built on
 // go-fuse's raw protocol API (fuse.RawFileSystem): the package itself
-// decides node ids, lookup counts and file handles, and serves every
-// request from a vfs.Proc acting with the credentials of the calling
-// process, so that iovfs's own permission checks decide (the export is
-// mounted without default_permissions).
+// decides node ids, lookup counts and file handles.
 //
-// Locking: Server.mu protects the node table (nodes, byKey, and each
-// node's parent, name and lookups fields); Server.hmu protects the handle
-// table; credentials.mu the Proc cache; locks.mu the lock-owner table.
-// They are never held together, except hmu inside mu nowhere: each is
-// taken alone, for a map access, never across a call into vfs.
+// The export works on nodes, not paths. Each node the kernel knows holds
+// its file as an O_PATH descriptor in the server's Proc, and every
+// request is served relative to it: LOOKUP and the calls that make or
+// remove a name are the *at calls on the parent's descriptor with one
+// name, the calls on a file itself go through its descriptor (AT_EMPTY_PATH
+// or the magic-link calls: vfs.Proc.Reopen, TruncateFd, LinkFd, the
+// xattr *Fd calls). So no request resolves more than one name, no path
+// length limits a file, a rename never leaves another request resolving a
+// stale path, and a file works through any of its names while it has one.
+//
+// Requests act with the credentials of the calling process: each set of
+// credentials has a thread of the server's Proc (vfs.Proc.NewThread), so
+// iovfs's own permission checks decide as for a local caller while the
+// descriptors stay in one table. The kernel checks too: the export is
+// mounted with default_permissions, since some opens never reach the
+// server (a FIFO's or a device node's are the kernel's own), and the
+// kernel may then cache names, as it checks search permission on every
+// walk itself.
+//
+// Locking: Server.mu protects the node table (nodes, byKey, nextID, and
+// each node's lookups, refs, dead and cache); Server.hmu the handle
+// table; Server.bmu the passthrough state; credentials.mu the thread
+// cache; locks.mu the lock-owner table. Each is taken alone, for a table
+// access, never across a call into vfs.
 package fuse
 
 import (
@@ -40,14 +56,11 @@ type Options struct {
 	// Logger receives debug output; nil means log.Default.
 	Logger *log.Logger
 	// EntryTimeout and AttrTimeout are how long the kernel may cache a
-	// name and attributes. Negative means no caching at all, for exports
-	// that in-process code also changes. Zero means one second for
-	// attributes, and for names one second when only root can reach the
-	// export, none otherwise: without default_permissions the kernel
-	// checks no search permission on a directory during a path walk, so
-	// a cached name would let a process reach a file under a directory
-	// it may not search; with no name cache every walk sends LOOKUP, and
-	// iovfs checks it as the caller.
+	// name and attributes. Zero means one second; negative means no
+	// caching at all, for exports that in-process code also changes.
+	// (The kernel checks search permission on every walk through cached
+	// names itself, default_permissions, so caching names is safe for
+	// every caller.)
 	EntryTimeout, AttrTimeout time.Duration
 	// Name is the file-system source shown in /proc/mounts ("iovfs"
 	// when empty).
@@ -72,8 +85,11 @@ type Options struct {
 
 // Server is a running export.
 type Server struct {
-	srv  *gofuse.Server
-	root string // the exported directory's path in the namespace
+	srv *gofuse.Server
+	// base is the server's process: root, umask 0 (the kernel applies
+	// the caller's umask before it asks). Its descriptor table holds
+	// every node's O_PATH descriptor and every open handle; callers act
+	// through its threads (creds.go).
 	base *vfs.Proc
 	mnt  string
 
@@ -116,13 +132,6 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		return nil, fmt.Errorf("fuse: root %q is not absolute", root)
 	}
 	root = path.Clean(root)
-	st, err := p.Stat(root)
-	if err != nil {
-		return nil, fmt.Errorf("fuse: %w", err)
-	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("fuse: %s: %w", root, unix.ENOTDIR)
-	}
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		return nil, fmt.Errorf("fuse: /dev/fuse: %w", err)
 	}
@@ -133,13 +142,23 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("fuse: mountpoint %s: %w", mountpoint, unix.ENOTDIR)
 	}
+	// The server's own process: an empty descriptor table, so that it
+	// holds nothing of p's.
 	base := vfs.NewProc(p.Namespace())
-	base.Umask(0) // the kernel applies the caller's umask before it asks
+	base.Umask(0)
+	rfd, err := p.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("fuse: %w", err)
+	}
+	fd, err := base.Getfd(p, rfd)
+	p.Close(rfd)
+	if err != nil {
+		return nil, fmt.Errorf("fuse: %s: %w", root, err)
+	}
 	s := &Server{
-		root:     root,
 		base:     base,
 		mnt:      mountpoint,
-		entryTTL: entryTTL(opts),
+		entryTTL: ttl(opts.EntryTimeout),
 		attrTTL:  ttl(opts.AttrTimeout),
 		devFiles: opts.DevicesAsFiles,
 		nodes:    map[uint64]*node{},
@@ -148,12 +167,17 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		handles:  map[uint64]*handle{},
 		nextFh:   1,
 	}
+	x, err := s.statFd(fd)
+	if err != nil {
+		base.Close(fd)
+		return nil, fmt.Errorf("fuse: %s: %w", root, err)
+	}
+	rn := &node{id: gofuse.FUSE_ROOT_ID, key: nodeKey{x.Mnt_id, x.Ino}, fd: fd, lookups: 1}
+	s.nodes[rn.id] = rn
+	s.byKey[rn.key] = rn
 	s.noPassthrough.Store(opts.NoPassthrough)
 	s.creds.init(base)
 	s.locks.init(base)
-	rn := &node{id: gofuse.FUSE_ROOT_ID, key: nodeKey{st.Dev, st.Ino}, lookups: 1}
-	s.nodes[rn.id] = rn
-	s.byKey[rn.key] = rn
 
 	name := opts.Name
 	if name == "" {
@@ -172,8 +196,16 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		// Replies are built from memory (ReadResultData); splicing
 		// them through a pipe would only add a copy.
 		DisableSplice: true,
-		// The export answers ACCESS and checks permissions itself.
-		EnableSymlinkCaching: false,
+		// The kernel checks every permission with the attributes it
+		// has (generic_permission), opens it never sends included (a
+		// FIFO's, a device node's), and the server checks again as
+		// the caller. See the package comment.
+		Options: []string{"default_permissions"},
+		// Writes and truncates by a caller without CAP_FSETID tell the
+		// server to clear the set-ID bits, which it does as Linux's
+		// file_remove_privs, instead of the kernel sending a SETATTR of
+		// the mode as the caller, which a non-owner may not make.
+		ExtraCapabilities: gofuse.CAP_HANDLE_KILLPRIV_V2,
 	}
 	if opts.ReadOnly {
 		mo.Options = append(mo.Options, "ro")
@@ -184,6 +216,7 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 	raw := &rawFS{RawFileSystem: gofuse.NewDefaultRawFileSystem(), s: s}
 	srv, err := gofuse.NewServer(raw, mountpoint, mo)
 	if err != nil {
+		s.releaseAll()
 		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
 	}
 	s.srv = srv
@@ -193,13 +226,6 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
 	}
 	return s, nil
-}
-
-func entryTTL(o Options) time.Duration {
-	if o.EntryTimeout == 0 && (o.AllowOther || os.Geteuid() != 0) {
-		return 0
-	}
-	return ttl(o.EntryTimeout)
 }
 
 func ttl(d time.Duration) time.Duration {
@@ -214,17 +240,18 @@ func ttl(d time.Duration) time.Duration {
 
 // Unmount detaches the export from the host and stops serving it. Files
 // that host programs still hold open are cut off: the connection is
-// aborted, so their calls fail with ENOTCONN, and a request blocked
-// inside iovfs (a read of a device that waits) is abandoned: Unmount
-// waits for it at most abandonWait, and the export's descriptors are
-// closed once the last request has returned. It is safe to call more
-// than once.
+// aborted, so their calls fail with ENOTCONN. Then every descriptor the
+// export holds is closed: the nodes', the open files' (whose RELEASE the
+// kernel may never have sent) and the lock owners', which drops their
+// locks and so wakes a request waiting for one. A request still running
+// inside iovfs keeps what it uses until it returns: Unmount waits for the
+// requests at most abandonWait. It is safe to call more than once.
 func (s *Server) Unmount() error {
 	s.closeOnce.Do(func() {
 		var st unix.Stat_t
 		haveDev := unix.Stat(s.mnt, &st) == nil
 		err := unix.Unmount(s.mnt, 0)
-		if err != nil {
+		if err != nil && !errors.Is(err, unix.EINVAL) {
 			// Busy: detach it, then abort the connection so that
 			// the server loop ends even with open files.
 			err = unix.Unmount(s.mnt, unix.MNT_DETACH)
@@ -235,18 +262,34 @@ func (s *Server) Unmount() error {
 		if err != nil && !errors.Is(err, unix.EINVAL) {
 			s.closeErr = fmt.Errorf("fuse: unmount %s: %w", s.mnt, err)
 		}
-		done := make(chan struct{})
-		go func() {
-			s.srv.Wait()
-			s.releaseAll()
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(abandonWait):
-		}
+		s.stop()
 	})
 	return s.closeErr
+}
+
+// stop waits for the server loop to end, closing what the export holds
+// meanwhile, so that requests waiting for a lock held by another owner
+// of the export are woken and end too.
+func (s *Server) stop() {
+	done := make(chan struct{})
+	go func() {
+		s.srv.Wait()
+		close(done)
+	}()
+	deadline := time.After(abandonWait)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.releaseAll()
+		select {
+		case <-done:
+			s.releaseAll()
+			return
+		case <-deadline:
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // abandonWait is how long Unmount waits for requests still running
@@ -271,15 +314,32 @@ func abortConnection(id uint32) {
 	os.WriteFile(f, []byte("1"), 0)
 }
 
-// releaseAll closes every descriptor the export still holds, after the
-// server loop has ended.
+// releaseAll drops every handle, lock owner and node the export holds,
+// once the kernel connection is gone: each descriptor is closed at once,
+// or when the request using it returns.
 func (s *Server) releaseAll() {
 	s.hmu.Lock()
 	hs := s.handles
 	s.handles = map[uint64]*handle{}
 	s.hmu.Unlock()
 	for _, h := range hs {
-		h.p.Close(h.fd)
+		s.locks.dropFile(h)
+		s.dropBacking(h)
+		h.drop(s.base)
 	}
 	s.locks.closeAll()
+	s.mu.Lock()
+	var fds []int
+	for id, n := range s.nodes {
+		delete(s.nodes, id)
+		delete(s.byKey, n.key)
+		n.dead = true
+		if n.refs == 0 {
+			fds = append(fds, n.fd)
+		}
+	}
+	s.mu.Unlock()
+	for _, fd := range fds {
+		s.base.Close(fd)
+	}
 }
