@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/iovfs/iovfs"
 	"github.com/iovfs/iovfs/fuse"
@@ -115,28 +116,51 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	done := make(chan struct{})
 	go func() { srv.Wait(); close(done) }()
 	fmt.Fprintf(stdout, "iovfs: %s %s mounted on %s (pid %d); SIGINT or SIGTERM unmounts\n", *typ, source, abs, os.Getpid())
+	var how string
 	select {
 	case s := <-sig:
-		if err := srv.Unmount(); err != nil {
-			return fail("on %v: %v", s, err)
-		}
-		fmt.Fprintf(stdout, "iovfs: %s unmounted on %v\n", abs, s)
+		how = fmt.Sprintf("unmounted on %v", s)
 	case <-done:
-		srv.Unmount()
-		fmt.Fprintf(stdout, "iovfs: %s was unmounted\n", abs)
+		how = "was unmounted"
+	}
+	// The export closes everything it holds (open files whose RELEASE
+	// never came, lock owners, the nodes' descriptors) before it returns,
+	// so the file system below is free to go.
+	uerr := srv.Unmount()
+	status := 0
+	if uerr != nil {
+		fmt.Fprintf(stderr, "iovfs mount: %v\n", uerr)
+		status = 1
 	}
 	// Unmount the exported file system inside the process too, so that a
 	// read-write ext4 image gets its last transaction committed and its
 	// journal marked clean before the process exits (ext4 Shutdown).
 	if root != "/dev" {
-		if err := p.Unmount(root, 0); err != nil {
-			// Files still open (requests the FUSE unmount abandoned): detach
-			// so the file system shuts down when they close, and say so.
+		if err := unmountInside(p, root); err != nil {
+			// Something still holds a file (a request blocked in iovfs
+			// longer than the export waits): detach, so the file system
+			// shuts down when it lets go, and say so.
 			p.Unmount(root, unix.MNT_DETACH)
 			return fail("unmounting %s inside the process: %v (changes after the last sync may be lost)", source, err)
 		}
 	}
-	return 0
+	if status == 0 {
+		fmt.Fprintf(stdout, "iovfs: %s %s\n", abs, how)
+	}
+	return status
+}
+
+// unmountInside unmounts root of p's namespace, waiting a moment for
+// requests that are still returning (each drops its file when it does).
+func unmountInside(p *vfs.Proc, root string) error {
+	var err error
+	for range 50 {
+		if err = p.Unmount(root, 0); !errors.Is(err, syscall.EBUSY) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return err
 }
 
 // buildExport makes a namespace holding the file system asked for and
