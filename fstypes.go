@@ -4,6 +4,7 @@ import (
 	"github.com/iovfs/iovfs/fs/ext4"
 	"github.com/iovfs/iovfs/fs/hostfs"
 	"github.com/iovfs/iovfs/fs/tmpfs"
+	"github.com/iovfs/iovfs/fs/vfat"
 	"github.com/iovfs/iovfs/vfs"
 )
 
@@ -17,6 +18,7 @@ func init() {
 		return tmpfs.New(opts), nil
 	})
 	vfs.RegisterFS("hostfs", hostfs.Mount)
+	vfs.RegisterFS(vfat.Type, vfat.Mount)
 	// ext4 serves ext2 and ext3 volumes too, as Linux's does, with the
 	// refusals of those type names.
 	for _, name := range ext4.Types {

@@ -16,6 +16,7 @@ require (
 	github.com/creack/pty v1.1.24
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/tetratelabs/wazero v1.12.0
+	golang.org/x/text v0.42.0
 	mvdan.cc/sh/v3 v3.14.1
 )
 
@@ -29,5 +30,4 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	golang.org/x/image v0.46.0 // indirect
 	golang.org/x/term v0.45.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
 )

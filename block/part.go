@@ -218,7 +218,7 @@ func isExtended(t byte) bool { return t == typeExtended || t == typeWin98Ext || 
 // dos reads a DOS table (msdos_partition), or returns nil.
 func (s *scan) dos() (*Table, error) {
 	b, err := s.sector(0)
-	if err != nil || b == nil || len(b) < 512 || !hasMBRMagic(b) {
+	if err != nil || len(b) < 512 || !hasMBRMagic(b) {
 		return nil, err
 	}
 	ents := mbrEntries(b)

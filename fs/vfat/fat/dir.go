@@ -1,0 +1,378 @@
+package fat
+
+// Directories: a directory's bytes are read once and kept with its Node
+// (at most 2 MiB, FAT_MAX_DIR_SIZE); changes are written to the cache
+// and the device together.
+
+import (
+	"encoding/binary"
+	"syscall"
+	"unicode/utf16"
+)
+
+const (
+	entrySize   = 32
+	deletedFlag = 0xe5
+	maxDirSize  = 65536 * entrySize // FAT_MAX_DIR_SIZE
+)
+
+// entry is one parsed directory entry: the short entry and the long name
+// before it, if any.
+type entry struct {
+	name    string // as listed: the long name, else the alias
+	short   [11]byte
+	hasLong bool
+	first   int // offset of the first slot (a long-name slot or the short entry)
+	off     int // offset of the short entry
+	raw     []byte
+}
+
+func (e *entry) start(b32 bool) uint32 {
+	s := uint32(binary.LittleEndian.Uint16(e.raw[26:]))
+	if b32 {
+		s |= uint32(binary.LittleEndian.Uint16(e.raw[20:])) << 16
+	}
+	return s
+}
+
+// loadDir reads the bytes of directory n.
+func (v *Volume) loadDir(n *Node) error {
+	if n.data != nil {
+		return nil
+	}
+	if n.fixedRoot() {
+		b := make([]byte, v.g.rootEntries*entrySize)
+		if _, err := v.dev.ReadAt(b, v.g.rootStart); err != nil {
+			return syscall.EIO
+		}
+		n.data = b
+		return nil
+	}
+	cs, err := v.chainOf(n)
+	if err != nil {
+		return err
+	}
+	if len(cs) == 0 || int64(len(cs))*int64(v.g.clusterSize) > maxDirSize+int64(v.g.clusterSize) {
+		return syscall.EIO
+	}
+	b := make([]byte, len(cs)*v.g.clusterSize)
+	if err := v.readClusters(cs, b); err != nil {
+		return err
+	}
+	n.data = b
+	return nil
+}
+
+// readClusters reads the clusters cs into b, a run of adjacent clusters
+// at a time.
+func (v *Volume) readClusters(cs []uint32, b []byte) error {
+	cl := v.g.clusterSize
+	for i := 0; i < len(cs); {
+		j := i + 1
+		for j < len(cs) && cs[j] == cs[j-1]+1 {
+			j++
+		}
+		if _, err := v.dev.ReadAt(b[i*cl:j*cl], v.g.clusterOff(cs[i])); err != nil {
+			return syscall.EIO
+		}
+		i = j
+	}
+	return nil
+}
+
+// devOff returns the device offset of byte off of directory n.
+func (v *Volume) devOff(n *Node, off int) int64 {
+	if n.fixedRoot() {
+		return v.g.rootStart + int64(off)
+	}
+	cl := v.g.clusterSize
+	return v.g.clusterOff(n.chain[off/cl]) + int64(off%cl)
+}
+
+// writeDir writes bytes [lo, hi) of directory n's cache to the device.
+func (v *Volume) writeDir(n *Node, lo, hi int) error {
+	for lo < hi {
+		end := hi
+		if !n.fixedRoot() {
+			cl := v.g.clusterSize
+			end = min(hi, (lo/cl+1)*cl)
+		}
+		if _, err := v.dev.WriteAt(n.data[lo:end], v.devOff(n, lo)); err != nil {
+			return syscall.EIO
+		}
+		lo = end
+	}
+	return nil
+}
+
+// entries calls fn for each entry of directory n from byte offset from,
+// in order, skipping free slots, volume labels, "." and "..", until fn
+// returns false. Long names whose slots are out of order or whose
+// checksum does not match the alias are ignored, as fat_parse_long does.
+func (v *Volume) entries(n *Node, from int, fn func(e *entry) bool) error {
+	if err := v.loadDir(n); err != nil {
+		return err
+	}
+	d := n.data
+	var lfn []uint16
+	lfnFirst, want, sum := -1, 0, byte(0)
+	for off := from &^ (entrySize - 1); off+entrySize <= len(d); off += entrySize {
+		s := d[off : off+entrySize]
+		if s[0] == 0 || s[0] == deletedFlag {
+			lfnFirst = -1
+			continue
+		}
+		if s[11] == attrLFN {
+			id := int(s[0])
+			if id&0x40 != 0 {
+				id &^= 0x40
+				if id == 0 || id > 20 {
+					lfnFirst = -1
+					continue
+				}
+				lfn = make([]uint16, id*13)
+				lfnFirst, want, sum = off, id, s[13]
+			} else if lfnFirst < 0 || id != want || s[13] != sum {
+				lfnFirst = -1
+				continue
+			}
+			if lfnFirst >= 0 {
+				p := lfn[(id-1)*13:]
+				for i := range 5 {
+					p[i] = binary.LittleEndian.Uint16(s[1+2*i:])
+				}
+				for i := range 6 {
+					p[5+i] = binary.LittleEndian.Uint16(s[14+2*i:])
+				}
+				for i := range 2 {
+					p[11+i] = binary.LittleEndian.Uint16(s[28+2*i:])
+				}
+				want = id - 1
+			}
+			continue
+		}
+		if s[11]&AttrVolume != 0 {
+			lfnFirst = -1
+			continue
+		}
+		var e entry
+		copy(e.short[:], s[:11])
+		e.off, e.first, e.raw = off, off, s
+		if lfnFirst >= 0 && want == 0 && checksum(e.short) == sum {
+			end := 0
+			for end < len(lfn) && lfn[end] != 0 {
+				end++
+			}
+			if end > 0 {
+				e.name, e.hasLong, e.first = string(utf16.Decode(lfn[:end])), true, lfnFirst
+			}
+		}
+		lfnFirst = -1
+		if !e.hasLong {
+			if e.short == dotName || e.short == dotdotName {
+				continue
+			}
+			e.name = displayShort(e.short, s[12])
+			if e.name == "" {
+				continue
+			}
+		}
+		if !fn(&e) {
+			return nil
+		}
+	}
+	return nil
+}
+
+var (
+	dotName    = [11]byte{'.', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '}
+	dotdotName = [11]byte{'.', '.', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '}
+)
+
+// find looks name up in directory n (fat_search_long): it matches the
+// long name or the alias as listed.
+func (v *Volume) find(n *Node, name string) (*entry, error) {
+	var found *entry
+	err := v.entries(n, 0, func(e *entry) bool {
+		if sameName(e.name, name) || (e.hasLong && sameName(displayShort(e.short, e.raw[12]), name)) {
+			c := *e
+			found = &c
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if found == nil {
+		return nil, syscall.ENOENT
+	}
+	return found, nil
+}
+
+// aliasTaken reports whether a short entry of n has the alias s
+// (fat_scan).
+func (v *Volume) aliasTaken(n *Node, s [11]byte) bool {
+	d := n.data
+	for off := 0; off+entrySize <= len(d); off += entrySize {
+		e := d[off : off+entrySize]
+		if e[0] == 0 || e[0] == deletedFlag || e[11] == attrLFN || e[11]&AttrVolume != 0 {
+			continue
+		}
+		if [11]byte(e[:11]) == s {
+			return true
+		}
+	}
+	return false
+}
+
+// addSlots writes the slots into the first run of free slots of n that
+// can hold them, growing the directory by zeroed clusters when none can
+// (fat_add_entries), and returns the offset of the first.
+func (v *Volume) addSlots(n *Node, slots []byte) (int, error) {
+	if err := v.loadDir(n); err != nil {
+		return 0, err
+	}
+	need := len(slots) / entrySize
+	run, at := 0, -1
+	for off := 0; off+entrySize <= len(n.data); off += entrySize {
+		if c := n.data[off]; c == 0 || c == deletedFlag {
+			if run == 0 {
+				at = off
+			}
+			if run++; run == need {
+				break
+			}
+		} else {
+			run = 0
+		}
+	}
+	if run < need {
+		if n.fixedRoot() {
+			return 0, syscall.ENOSPC
+		}
+		if run == 0 {
+			at = len(n.data)
+		}
+		missing := (need - run) * entrySize
+		cl := v.g.clusterSize
+		grow := (missing + cl - 1) / cl
+		if len(n.data)+grow*cl > maxDirSize {
+			return 0, syscall.ENOSPC
+		}
+		last := n.chain[len(n.chain)-1]
+		cs, err := v.fat.alloc(grow, last)
+		if err != nil {
+			return 0, err
+		}
+		zero := make([]byte, grow*cl)
+		for _, c := range cs {
+			if _, err := v.dev.WriteAt(zero[:cl], v.g.clusterOff(c)); err != nil {
+				return 0, syscall.EIO
+			}
+		}
+		n.chain = append(n.chain, cs...)
+		n.data = append(n.data, zero...)
+	}
+	copy(n.data[at:], slots)
+	return at, v.writeDir(n, at, at+len(slots))
+}
+
+// removeSlots marks slots [first, last] of n deleted (fat_remove_entries).
+func (v *Volume) removeSlots(n *Node, first, last int) error {
+	for off := first; off <= last; off += entrySize {
+		n.data[off] = deletedFlag
+	}
+	return v.writeDir(n, first, last+entrySize)
+}
+
+// buildSlots makes the slots of a new entry called name (vfat_build_slots):
+// long-name slots unless the alias alone holds the name, then the short
+// entry with attr, start cluster and the time.
+func (v *Volume) buildSlots(dir *Node, name string, attr byte, start uint32, t fatTime) ([]byte, error) {
+	u, err := longName(name)
+	if err != nil {
+		return nil, err
+	}
+	alias, alone, err := shortName(u, func(s [11]byte) bool { return v.aliasTaken(dir, s) }, v.tail())
+	if err != nil {
+		return nil, err
+	}
+	var slots []byte
+	if !alone {
+		sum := checksum(alias)
+		padded := append([]uint16(nil), u...)
+		if len(padded)%13 != 0 {
+			padded = append(padded, 0)
+			for len(padded)%13 != 0 {
+				padded = append(padded, 0xffff)
+			}
+		}
+		nr := len(padded) / 13
+		slots = make([]byte, (nr+1)*entrySize)
+		for i := nr; i > 0; i-- {
+			s := slots[(nr-i)*entrySize:]
+			s[0] = byte(i)
+			if i == nr {
+				s[0] |= 0x40
+			}
+			s[11], s[13] = attrLFN, sum
+			p := padded[(i-1)*13:]
+			for k := range 5 {
+				binary.LittleEndian.PutUint16(s[1+2*k:], p[k])
+			}
+			for k := range 6 {
+				binary.LittleEndian.PutUint16(s[14+2*k:], p[5+k])
+			}
+			for k := range 2 {
+				binary.LittleEndian.PutUint16(s[28+2*k:], p[11+k])
+			}
+		}
+	} else {
+		slots = make([]byte, entrySize)
+	}
+	de := slots[len(slots)-entrySize:]
+	copy(de, alias[:])
+	de[11] = attr
+	binary.LittleEndian.PutUint16(de[14:], t.time)
+	binary.LittleEndian.PutUint16(de[16:], t.date)
+	de[13] = t.cs
+	binary.LittleEndian.PutUint16(de[18:], t.date)
+	binary.LittleEndian.PutUint16(de[22:], t.time)
+	binary.LittleEndian.PutUint16(de[24:], t.date)
+	setStart(de, start)
+	return slots, nil
+}
+
+func setStart(de []byte, c uint32) {
+	binary.LittleEndian.PutUint16(de[26:], uint16(c))
+	binary.LittleEndian.PutUint16(de[20:], uint16(c>>16))
+}
+
+// isEmpty reports whether directory n holds nothing but "." and ".."
+// (fat_dir_empty).
+func (v *Volume) isEmpty(n *Node) (bool, error) {
+	empty := true
+	err := v.entries(n, 0, func(*entry) bool { empty = false; return false })
+	return empty, err
+}
+
+// subdirs counts the directory entries of n, "." and ".." included
+// (fat_subdirs).
+func (v *Volume) subdirs(n *Node) (int, error) {
+	if err := v.loadDir(n); err != nil {
+		return 0, err
+	}
+	count := 0
+	d := n.data
+	for off := 0; off+entrySize <= len(d); off += entrySize {
+		e := d[off : off+entrySize]
+		if e[0] == 0 || e[0] == deletedFlag || e[11] == attrLFN {
+			continue
+		}
+		if e[11]&AttrDir != 0 && e[11]&AttrVolume == 0 {
+			count++
+		}
+	}
+	return count, nil
+}
