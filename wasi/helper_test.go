@@ -27,7 +27,8 @@ type guest struct {
 var allWASI = []string{"fd_read", "fd_write", "fd_pread", "fd_pwrite", "fd_seek", "fd_close", "path_open",
 	"path_create_directory", "path_filestat_get", "path_unlink_file", "path_symlink", "fd_readdir",
 	"fd_prestat_get", "fd_prestat_dir_name", "fd_fdstat_get", "poll_oneoff",
-	"fd_renumber", "fd_fdstat_set_flags", "fd_allocate", "fd_filestat_get"}
+	"fd_renumber", "fd_fdstat_set_flags", "fd_allocate", "fd_filestat_get",
+	"fd_tell", "fd_fdstat_set_rights", "sock_shutdown"}
 
 // newGuest instantiates a guest of 4 pages in a runtime whose wasi module
 // is this package's on p (or wazero's own when p is nil, with cfg's FS).

@@ -12,8 +12,8 @@ const (
 )
 
 // export puts wazero's own wasi_snapshot_preview1 functions in b, then
-// replaces every fd_*, path_* function and poll_oneoff with this
-// instance's (a later export of a name replaces an earlier one).
+// replaces every fd_*, path_* function, poll_oneoff and sock_shutdown with
+// this instance's (a later export of a name replaces an earlier one).
 func (w *instance) export(b wazero.HostModuleBuilder) {
 	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(b)
 	fn := func(name string, f api.GoModuleFunc, params ...api.ValueType) {
@@ -52,4 +52,5 @@ func (w *instance) export(b wazero.HostModuleBuilder) {
 	fn("path_symlink", w.pathSymlink, i32, i32, i32, i32, i32)
 	fn("path_unlink_file", w.pathUnlinkFile, i32, i32, i32)
 	fn("poll_oneoff", w.pollOneoff, i32, i32, i32, i32)
+	fn("sock_shutdown", w.sockShutdown, i32, i32)
 }

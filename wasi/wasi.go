@@ -1,9 +1,10 @@
 // Package wasi is a wasi_snapshot_preview1 host module for wazero whose
 // file functions run on a *vfs.Proc: the guest's descriptor table is the
-// process's, and every fd_* and path_* call, and poll_oneoff, is one or a
-// few calls of that process. The remaining functions (args, environ,
-// clocks, random_get, proc_exit, proc_raise, sched_yield, sock_*) are
-// wazero's own, taken from the module config.
+// process's, and every fd_* and path_* call, poll_oneoff and
+// sock_shutdown, is one or a few calls of that process. The remaining
+// functions (args, environ, clocks, random_get, proc_exit, proc_raise,
+// sched_yield, sock_accept, sock_recv, sock_send) are wazero's own, taken
+// from the module config.
 //
 // fd_read, fd_pread, fd_write and fd_pwrite turn the guest's iovec array
 // into [][]byte slices over guest memory and make exactly one Readv,

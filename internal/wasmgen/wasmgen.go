@@ -224,6 +224,9 @@ func init() {
 		{"fd_fdstat_set_flags", []api.ValueType{i32, i32}},
 		{"fd_allocate", []api.ValueType{i32, i64, i64}},
 		{"fd_filestat_get", []api.ValueType{i32, i32}},
+		{"fd_tell", []api.ValueType{i32, i32}},
+		{"fd_fdstat_set_rights", []api.ValueType{i32, i64, i64}},
+		{"sock_shutdown", []api.ValueType{i32, i32}},
 	} {
 		WASI[f.name] = Import{Module: "wasi_snapshot_preview1", Name: f.name, Params: f.params, Results: []api.ValueType{i32}}
 	}
