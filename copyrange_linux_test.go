@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/iovfs/iovfs"
+	"github.com/iovfs/iovfs/internal/testenv"
 	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
 )
@@ -32,7 +33,7 @@ func TestCopyFileRangeDifferential(t *testing.T) {
 		t.Fatal(err)
 	}
 	checks := 500
-	if testing.Short() || raceEnabled {
+	if testenv.Quick() || raceEnabled {
 		checks = 100
 	}
 	old := flag.Lookup("rapid.checks").Value.String()

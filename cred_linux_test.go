@@ -845,7 +845,7 @@ func (c *credChild) run(t fatalfer, dir string, s credStep) credResult {
 // and on iovfs: 1000 sequences, 200 under -race or -short.
 func TestCredDifferential(t *testing.T) {
 	checks := 1000
-	if testing.Short() || raceEnabled {
+	if testenv.Quick() || raceEnabled {
 		checks = 200
 	}
 	credDifferential(t, false, checks)
@@ -856,7 +856,7 @@ func TestCredDifferential(t *testing.T) {
 // -race or -short.
 func TestCredDifferentialRoot(t *testing.T) {
 	checks := 300
-	if testing.Short() || raceEnabled {
+	if testenv.Quick() || raceEnabled {
 		checks = 100
 	}
 	credDifferential(t, true, checks)

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 )
 
@@ -200,7 +201,7 @@ func TestDcacheRenameRace(t *testing.T) {
 		createFile(t, p, fmt.Sprintf("/tmp/r/a%d", i), "x")
 	}
 	rounds := 2000
-	if testing.Short() {
+	if testenv.Quick() {
 		rounds = 200
 	}
 	stop := make(chan struct{})

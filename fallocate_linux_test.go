@@ -56,7 +56,7 @@ func TestFallocateDifferential(t *testing.T) {
 		t.Fatal(err)
 	}
 	checks := 300
-	if testing.Short() || raceEnabled {
+	if testenv.Quick() || raceEnabled {
 		checks = 60
 	}
 	old := flag.Lookup("rapid.checks").Value.String()

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/iovfs/iovfs"
+	"github.com/iovfs/iovfs/internal/testenv"
 	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
 )
@@ -59,7 +60,7 @@ func TestFcntlDifferential(t *testing.T) {
 		}
 	}
 	checks := 500
-	if testing.Short() {
+	if testenv.Quick() {
 		checks = 100
 	}
 	old := flag.Lookup("rapid.checks").Value.String()

@@ -23,6 +23,7 @@ import (
 	"testing"
 
 	"github.com/iovfs/iovfs"
+	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
@@ -215,7 +216,7 @@ func TestLockDifferential(t *testing.T) {
 	if raceEnabled {
 		checks = 300
 	}
-	if testing.Short() {
+	if testenv.Quick() {
 		checks = 200
 	}
 	old := flag.Lookup("rapid.checks").Value.String()

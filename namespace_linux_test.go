@@ -46,7 +46,7 @@ func TestDifferentialTmpfs(t *testing.T) {
 	unix.Umask(mask)
 	p.Umask(uint32(mask))
 	checks := 1000
-	if testing.Short() {
+	if testenv.Quick() {
 		checks = 100
 	}
 	c := difftest.Run(t, checks, func(t *rapid.T, seq int) (host, ours difftest.Side) {

@@ -158,7 +158,7 @@ func TestSetidKernel(t *testing.T) {
 	must(t, err)
 
 	checks := 1000
-	if testing.Short() || raceEnabled {
+	if testenv.Quick() || raceEnabled {
 		checks = 200
 	}
 	f := flag.Lookup("rapid.checks")

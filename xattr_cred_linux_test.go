@@ -218,7 +218,7 @@ func TestXattrCredDifferential(t *testing.T) {
 	user := vfs.NewProcCred(p.Namespace(), 1000, 1000, 1000, 2000)
 
 	checks := 1000
-	if testing.Short() || raceEnabled {
+	if testenv.Quick() || raceEnabled {
 		checks = 200
 	}
 	old := flag.Lookup("rapid.checks").Value.String()

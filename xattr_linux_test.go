@@ -29,7 +29,7 @@ func TestXattrDifferential(t *testing.T) {
 		t.Fatal(err)
 	}
 	checks := 300
-	if testing.Short() || raceEnabled {
+	if testenv.Quick() || raceEnabled {
 		checks = 60
 	}
 	old := flag.Lookup("rapid.checks").Value.String()

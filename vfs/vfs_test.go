@@ -134,19 +134,19 @@ type bothFile struct{ *memFile }
 
 func (f bothFile) Open(int) (vfs.Handle, error) { return f, nil }
 func (f bothFile) Read(p []byte, off int64) (int, error) {
-	return scalarFile{f.memFile}.Read(p, off)
+	return scalarFile(f).Read(p, off)
 }
 func (f bothFile) ReadIter(dst iov.Iter, off int64) (int, error) {
-	return iterFile{f.memFile}.ReadIter(dst, off)
+	return iterFile(f).ReadIter(dst, off)
 }
 func (f bothFile) Write(p []byte, off int64) (int, error) {
-	return scalarFile{f.memFile}.Write(p, off)
+	return scalarFile(f).Write(p, off)
 }
 func (f bothFile) WriteIter(src iov.Iter, off int64) (int, error) {
-	return iterFile{f.memFile}.WriteIter(src, off)
+	return iterFile(f).WriteIter(src, off)
 }
 func (f bothFile) Append(src iov.Iter) (int64, int, error) {
-	return scalarFile{f.memFile}.Append(src)
+	return scalarFile(f).Append(src)
 }
 
 // streamFile cannot seek.

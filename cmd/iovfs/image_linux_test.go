@@ -285,7 +285,7 @@ func TestImageCpDifferential(t *testing.T) {
 		testenv.SkipPrivileged(t, "no mke2fs")
 	}
 	n := 20000
-	if raceEnabled || testing.Short() {
+	if raceEnabled || testenv.Quick() {
 		n = 2000
 	}
 	for _, kind := range []string{"ext4", "ext2"} {

@@ -15,6 +15,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/iovfs/iovfs/internal/testenv"
 )
 
 // iovfsRun runs "iovfs run args..." in process and returns the status,
@@ -149,7 +151,7 @@ func TestRunHelper(t *testing.T) {
 // directory), with a tmpfs at /tmp and iovfs's /dev. The README lists
 // the full table of packages against wazero's CLI.
 func TestRunGoStdlib(t *testing.T) {
-	if testing.Short() {
+	if testenv.Quick() {
 		t.Skip("compiles standard-library tests for wasip1")
 	}
 	goroot, err := exec.Command("go", "env", "GOROOT").Output()

@@ -453,7 +453,7 @@ func TestImages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			src := t.TempDir()
-			if testing.Short() && tc.tree.bigDir > 1500 {
+			if testenv.Quick() && tc.tree.bigDir > 1500 {
 				tc.tree.bigDir = 1500 // still several blocks: indexed by e2fsck -D
 			}
 			xok := makeTree(t, src, tc.tree)

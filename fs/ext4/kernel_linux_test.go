@@ -165,6 +165,7 @@ func TestKernelDifferential(t *testing.T) {
 		{"ea_inode-2k", []string{"-t", "ext4", "-b", "2048", "-O", "ea_inode", "-N", "8192"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			testenv.Sampled(t, "ext4-1k")
 			img := mkfs(t, "", "128M", tc.args...)
 			mnt, um := kmount(t, img, "rw")
 			populate(t, mnt)

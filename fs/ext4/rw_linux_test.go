@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/internal/testenv"
 )
 
 // memWDev is a WriteDevice in memory.
@@ -505,7 +507,7 @@ func diffTrees(t *testing.T, want, got map[string]string) {
 // -short or -race, and IOVFS_EXT4RW_SEQS x 500 when that is set (the full
 // runs the closing notes report).
 func sequenceCounts(seqs, ops, shortSeqs, shortOps int) (int, int) {
-	if testing.Short() || rwRace {
+	if testenv.Quick() || rwRace {
 		seqs, ops = shortSeqs, shortOps
 	}
 	if s := os.Getenv("IOVFS_EXT4RW_SEQS"); s != "" {
@@ -557,6 +559,7 @@ func TestWriterKernelDifferential(t *testing.T) {
 	syscall.Umask(int(umask))
 	for _, fsets := range append(rwFeatureSets[:len(rwFeatureSets):len(rwFeatureSets)], rwModeSets...) {
 		t.Run(fsets.name, func(t *testing.T) {
+			testenv.Sampled(t, "ext4", "ext3", "ext2")
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
 			mkfsRW(t, base, 32, fsets.opts)
@@ -761,7 +764,7 @@ func sameTree(a, b map[string]string) bool {
 func TestWriterCrash(t *testing.T) {
 	needMke2fs(t)
 	trials, ops := 40, 60
-	if testing.Short() || rwRace {
+	if testenv.Quick() || rwRace {
 		trials = 4
 	}
 	if s := os.Getenv("IOVFS_EXT4RW_CRASH"); s != "" {
@@ -779,6 +782,7 @@ func TestWriterCrash(t *testing.T) {
 		{"ext4-inline", "inline_data", false, DataOrdered}, {"ext4-inline-batch", "inline_data", true, DataOrdered},
 		{"ext4-upstream-batch", "orphan_file,metadata_csum_seed", true, DataOrdered}} {
 		t.Run(fsets.name, func(t *testing.T) {
+			testenv.Sampled(t, "ext4-csumv3-batch-datajournal", "ext3-batch", "ext4-inline-batch")
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
 			op, mkfs := randomOp, mkfsRW
@@ -940,6 +944,9 @@ func TestWriterKernelReplay(t *testing.T) {
 	needMke2fs(t)
 	for _, fsets := range []struct{ name, opts string }{{"ext4-csumv3", ""}, {"ext4-nocsum", "^metadata_csum,uninit_bg"}, {"ext3", "-t ext3 -b 1024"}} {
 		t.Run(fsets.name+"/iovfs-journal", func(t *testing.T) {
+			if !testenv.Sample(fsets.name, "ext4-csumv3", "ext3") {
+				t.Skip("not in the quick sample; IOVFS_LONG=1 runs every case")
+			}
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
 			mkfsRW(t, base, 16, fsets.opts)
@@ -982,6 +989,9 @@ func TestWriterKernelReplay(t *testing.T) {
 			t.Logf("%d images with a committed iovfs transaction: the kernel's replay gives the same blocks", found)
 		})
 		t.Run(fsets.name+"/kernel-journal", func(t *testing.T) {
+			if !testenv.Sample(fsets.name, "ext4-csumv3", "ext3") {
+				t.Skip("not in the quick sample; IOVFS_LONG=1 runs every case")
+			}
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
 			mkfsRW(t, base, 16, fsets.opts)
@@ -1031,7 +1041,7 @@ func TestWriterLargeDir(t *testing.T) {
 	needRoot(t)
 	needMke2fs(t)
 	n := 12000 // the 64 MiB image has 16384 inodes
-	if testing.Short() || rwRace {
+	if testenv.Quick() || rwRace {
 		n = 3000
 	}
 	dir := t.TempDir()

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/internal/testenv"
 )
 
 // blockMapSets are the block-mapped volumes of the level tests: 1 KiB
@@ -57,6 +59,7 @@ func TestWriterBlockMapLevels(t *testing.T) {
 	syscall.Umask(int(umask))
 	for _, fs := range blockMapSets {
 		t.Run(fs.name, func(t *testing.T) {
+			testenv.Sampled(t, "ext2-1k", "ext4-noextent-4k")
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
 			mkfsRW(t, base, 24, fs.opts)
@@ -111,7 +114,7 @@ func TestWriterBlockMapLevels(t *testing.T) {
 			// A directory past its direct blocks (1500 entries: 30 blocks
 			// at 1 KiB), then half of its names removed.
 			nent := 1500
-			if testing.Short() || rwRace {
+			if testenv.Quick() || rwRace {
 				nent = 800 // still 16 blocks at 1 KiB
 			}
 			ops = append(ops, op{"mkdir D", func(r rwTarget) (int, error) { return 0, r.mkdir("D", 0o755) }})
@@ -134,7 +137,7 @@ func TestWriterBlockMapLevels(t *testing.T) {
 					ops = append(ops, wr("rnd", off, 1+r.Intn(int(6*bs))))
 				}
 			}
-			if bs > 1024 || testing.Short() || rwRace {
+			if bs > 1024 || testenv.Quick() || rwRace {
 				// The tree comparison reads and hashes whole files: cut
 				// the ones reaching the triple indirect level (4 GiB at
 				// 4 KiB, 64 MiB at 1 KiB) back into the double one,

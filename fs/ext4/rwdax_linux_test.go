@@ -14,6 +14,7 @@ import (
 
 	"github.com/iovfs/iovfs"
 	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 )
 
@@ -43,7 +44,7 @@ func TestVFSReadWriteDax(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	names := []string{"/mnt/a", "/mnt/b", "/mnt/c", "/mnt/d"}
 	ops, reads := 2000, 0
-	if testing.Short() {
+	if testenv.Quick() {
 		ops = 300
 	}
 	for i := 0; i < ops; i++ {

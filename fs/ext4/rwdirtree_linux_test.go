@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/internal/testenv"
 )
 
 // dirTreeName is the i-th name of a growing directory: long, so that a
@@ -145,7 +147,7 @@ func TestWriterDirExtentTree(t *testing.T) {
 	} {
 		t.Run(set.name, func(t *testing.T) {
 			n := set.n
-			if testing.Short() || rwRace {
+			if testenv.Quick() || rwRace {
 				n = 500
 			}
 			dir, dev, w, d := newDirWriter(t, 64, set.opts)
@@ -154,7 +156,7 @@ func TestWriterDirExtentTree(t *testing.T) {
 			growFragmented(t, w, d, 0, n, want)
 			depth := extentDepth(t, w, d)
 			minDepth := 2
-			if testing.Short() || rwRace {
+			if testenv.Quick() || rwRace {
 				minDepth = 1
 			}
 			if depth < minDepth {
@@ -208,7 +210,7 @@ func TestWriterKernelDeepDir(t *testing.T) {
 	needRoot(t)
 	needMke2fs(t)
 	n := 700
-	if testing.Short() || rwRace {
+	if testenv.Quick() || rwRace {
 		n = 300
 	}
 	dir := t.TempDir()

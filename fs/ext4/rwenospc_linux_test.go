@@ -25,6 +25,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/internal/testenv"
 )
 
 // enospcStep is one operation of a fill sequence, as the child process
@@ -318,6 +320,7 @@ func TestWriterENOSPCDifferential(t *testing.T) {
 		{"ext3-1k-uid1000", []string{"-T", "ext3", "-b", "1024"}, "4M", 1000},
 	} {
 		t.Run(set.name, func(t *testing.T) {
+			testenv.Sampled(t, "ext4-1k", "ext4-4k-uid1000", "ext2-1k")
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
 			typ, mkfs := "ext4", set.mkfs

@@ -22,6 +22,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/internal/testenv"
 )
 
 func (k kernelTarget) fallocate(p string, mode uint32, off, n int64) error {
@@ -313,6 +315,7 @@ func TestWriterExtentDifferential(t *testing.T) {
 	syscall.Umask(int(umask))
 	for _, fs := range deepFeatureSets {
 		t.Run(fs.name, func(t *testing.T) {
+			testenv.Sampled(t, "ext4-1k")
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
 			mkfsRWBlock(t, base, 64, fs.opts, fs.bs)
@@ -373,7 +376,7 @@ func TestWriterHugeExtentTree(t *testing.T) {
 	needRoot(t)
 	needMke2fs(t)
 	n := 100_000
-	if testing.Short() || rwRace {
+	if testenv.Quick() || rwRace {
 		n = 30_000
 	}
 	dir := t.TempDir()

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/internal/testenv"
 )
 
 // htreeSets are the feature sets of the htree tests: 1 KiB blocks make
@@ -291,6 +293,7 @@ func TestWriterHtreeKernelDifferential(t *testing.T) {
 	syscall.Umask(int(umask))
 	for _, fs := range htreeSets {
 		t.Run(fs.name, func(t *testing.T) {
+			testenv.Sampled(t, "1k-halfmd4")
 			dir := t.TempDir()
 			base := filepath.Join(dir, "base.img")
 			mkfsHtree(t, base, 32, fs.mkfs, fs.hash, fs.unsigned)
@@ -394,7 +397,7 @@ func htreeLevels(t *testing.T, v *Volume, in *Inode) int {
 func TestWriterHtreeIndexFull(t *testing.T) {
 	needRoot(t)
 	needMke2fs(t)
-	if testing.Short() || rwRace {
+	if testenv.Quick() || rwRace {
 		t.Skip("fills a directory to ~30,000 entries on each side")
 	}
 	for _, c := range []struct {
@@ -476,7 +479,7 @@ func TestWriterHtree100k(t *testing.T) {
 	needRoot(t)
 	needMke2fs(t)
 	n := 100000
-	if testing.Short() || rwRace {
+	if testenv.Quick() || rwRace {
 		n = 10000
 	}
 	dir := t.TempDir()
@@ -546,7 +549,7 @@ func TestWriterHtree100k(t *testing.T) {
 func TestWriterHtreeCrash(t *testing.T) {
 	needMke2fs(t)
 	trials, ops := 30, 40
-	if testing.Short() || rwRace {
+	if testenv.Quick() || rwRace {
 		trials = 6
 	}
 	if s := os.Getenv("IOVFS_EXT4RW_CRASH"); s != "" {

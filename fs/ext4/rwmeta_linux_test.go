@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/internal/testenv"
 )
 
 // metaTarget is the rwTarget part for the metadata operations.
@@ -368,6 +370,7 @@ func TestWriterXattrDifferential(t *testing.T) {
 	files := []string{"f0", "f1", "f2", "f3", "f4", "f5", "d0", "d1"}
 	for _, fsets := range rwFeatureSets {
 		t.Run(fsets.name, func(t *testing.T) {
+			testenv.Sampled(t, "ext4", "ext4-128inode")
 			dir := t.TempDir()
 			base := dir + "/base.img"
 			mkfsRW(t, base, 16, fsets.opts)
@@ -515,8 +518,8 @@ func orphanOp(r *rand.Rand, x writerTarget, held *[]heldFile) {
 func TestWriterOrphanCrash(t *testing.T) {
 	needMke2fs(t)
 	trials, ops := 40, 60
-	if testing.Short() || rwRace {
-		trials = 10
+	if testenv.Quick() || rwRace {
+		trials = 6
 	}
 	if s := os.Getenv("IOVFS_EXT4RW_CRASH"); s != "" {
 		trials, _ = strconv.Atoi(s)
@@ -524,6 +527,9 @@ func TestWriterOrphanCrash(t *testing.T) {
 	kernelChecks := 0
 	if os.Geteuid() == 0 {
 		kernelChecks = 8 // of the trials with orphans on disk; all of them in the full run
+		if testenv.Quick() {
+			kernelChecks = 2
+		}
 		if os.Getenv("IOVFS_EXT4RW_CRASH") != "" {
 			kernelChecks = trials
 		}
@@ -716,6 +722,9 @@ func TestWriterKernelOrphans(t *testing.T) {
 	needMke2fs(t)
 	for _, fsets := range []struct{ name, opts string }{{"ext4-csumv3", ""}, {"ext4-nocsum", "^metadata_csum,uninit_bg"}, {"ext4-orphan_file", "orphan_file,metadata_csum_seed"}} {
 		t.Run(fsets.name+"/unlinked-open", func(t *testing.T) {
+			if !testenv.Sample(fsets.name, "ext4-orphan_file") {
+				t.Skip("not in the quick sample; IOVFS_LONG=1 runs every case")
+			}
 			dir := t.TempDir()
 			img := filepath.Join(dir, "base.img")
 			mkfsRW(t, img, 16, fsets.opts)

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/iovfs/iovfs/internal/testenv"
 )
 
 // TestWriterXattrCorrupt damages one byte of a file's in-inode xattr
@@ -51,7 +53,7 @@ func TestWriterXattrCorrupt(t *testing.T) {
 	good := bytes.Clone(dev)
 	r := rand.New(rand.NewSource(1))
 	trials := 400
-	if testing.Short() || rwRace {
+	if testenv.Quick() || rwRace {
 		trials = 100
 	}
 	refused := 0

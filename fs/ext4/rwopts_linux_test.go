@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 )
 
@@ -44,6 +45,7 @@ func TestMountOptionsKernel(t *testing.T) {
 		args []string
 	}{{"ext4", []string{"-t", "ext4"}}, {"ext4-nojournal", []string{"-t", "ext4", "-O", "^has_journal"}}} {
 		t.Run(fs.name, func(t *testing.T) {
+			testenv.Sampled(t, "ext4")
 			img := mkImage(t, 8<<10, func(tb testing.TB, dir string) {
 				os.WriteFile(filepath.Join(dir, "f"), []byte("data"), 0o644)
 			}, fs.args...)

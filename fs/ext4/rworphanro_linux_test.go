@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/internal/testenv"
 )
 
 // orphanImages makes the test's images with orphans on disk.
@@ -170,6 +171,9 @@ func TestReadOnlyMountOrphans(t *testing.T) {
 	for name, img := range orphanImages(t) {
 		for _, opts := range []string{"", "noload"} {
 			t.Run(name+"/ro,"+opts, func(t *testing.T) {
+				if opts == "noload" && testenv.Quick() {
+					t.Skip("not in the quick sample; IOVFS_LONG=1 runs every case")
+				}
 				dir := t.TempDir()
 				kimg := filepath.Join(dir, "k.img")
 				if err := os.WriteFile(kimg, img, 0o600); err != nil {

@@ -17,6 +17,45 @@ import (
 // IOVFS_REQUIRE_PRIVILEGED=1, and then a test that cannot run fails.
 func Privileged() bool { return os.Getenv("IOVFS_REQUIRE_PRIVILEGED") == "1" }
 
+// Long reports whether the long tests run at full size: the kernel
+// differentials' every set and sequence, the soaks, the crash trials and
+// the corpus runs. .ci/run sets IOVFS_LONG=1; without it (or with -short)
+// they run a quick sample, so that "go test ./..." takes minutes, not
+// tens of them. docs/testing.md lists what each test does in each mode.
+func Long() bool { return os.Getenv("IOVFS_LONG") == "1" && !testing.Short() }
+
+// Quick reports whether the long tests run their quick sample: !Long().
+func Quick() bool { return !Long() }
+
+// Sample reports whether the case called name of a table runs: every case
+// when Long, only those in quick otherwise. A table test keeps its full
+// table and names a representative few for the quick run.
+func Sample(name string, quick ...string) bool {
+	if Long() {
+		return true
+	}
+	for _, q := range quick {
+		if q == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Sampled skips the subtest t in the quick run unless its name (the last
+// element of t.Name()) is among quick: a table keeps its every case for
+// the long run and names a representative few for the quick one.
+func Sampled(t testing.TB, quick ...string) {
+	t.Helper()
+	name := t.Name()
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	if !Sample(name, quick...) {
+		t.Skip("not in the quick sample; IOVFS_LONG=1 runs every case")
+	}
+}
+
 // SkipPrivileged skips t because of reason, a missing privilege or device,
 // or fails it when Privileged.
 func SkipPrivileged(t testing.TB, reason string) {
