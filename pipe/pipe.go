@@ -1,22 +1,41 @@
 // Package pipe is the pipe object of Linux's fs/pipe.c: a ring of page
 // buffers with blocking reads and writes, PIPE_BUF atomicity, packet mode,
-// resizing, FIFO open rules and readiness for poll.
+// resizing, FIFO open rules and readiness for poll, and the buffer moves
+// of fs/splice.c (splice.go).
 //
 // The package knows nothing of file descriptors or the VFS: a Pipe counts
 // its readers and writers, and whoever holds an end (the VFS's pipe
-// handles) tells it about opens and closes. Blocking calls wait on
-// condition variables and are woken by the other end; nothing polls.
+// handles) tells it about opens and closes. Blocking calls wait on a
+// channel of their own and are woken by the other end; nothing polls.
+//
+// One copy when a reader waits. A read that finds the ring empty leaves
+// its destination in the pipe and sleeps; a write that finds such a
+// reader copies straight into its destination and wakes it with the
+// count, as io.Pipe hands a write to a waiting read. The woken reader
+// returns without taking the lock again, so a round trip costs one
+// hand-off each way and no lock convoy. The ring is used only when no
+// reader waits, or for what the waiting readers' buffers cannot take.
+// This is one of the interleavings Linux allows (the reader ran the
+// moment the bytes arrived): counts, atomicity and ordering are those of
+// the ring alone.
 //
 // Invariants (fs/pipe.c's): the ring has len(slots) entries, a power of
 // two; head and tail count slots written and consumed and run freely
 // (head-tail is the occupancy, at most maxUsage); a slot between tail and
-// head holds n > 0 bytes at off in its page, except transiently inside a
-// write. Pages stay attached to their slot once allocated, so a pipe in
-// use does not allocate.
+// head holds n > 0 bytes at off in its data, except transiently inside a
+// write. A reader waits in rdq only while the ring is empty, and a writer
+// in wrq only while it is full (or while it waits for a slot to take a
+// whole atomic write). Pages stay attached to their slot once allocated
+// (spare), so a pipe in use does not allocate.
+//
+// Lock order: a Pipe's mu before the WaitQueue lock its notify takes; two
+// pipes' locks (splice, tee) in the order of their ids.
 package pipe
 
 import (
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/iovfs/iovfs/iov"
@@ -36,17 +55,71 @@ const (
 	MaxSize = 1 << 20
 )
 
-// Slot flags (PIPE_BUF_FLAG_*).
+// Slot flags (PIPE_BUF_FLAG_*, and where the bytes live).
 const (
 	canMerge = 1 << iota // later small writes may append to this buffer
 	packet               // O_DIRECT: the buffer is one packet
+	gift                 // vmsplice(SPLICE_F_GIFT): the pages were given away
+	own                  // data is the slot's spare page
+	guarded              // data is device memory that may fault: copy it with the guard
 )
 
+// A Page is a ring buffer's memory. A pipe allocates its pages; tee and
+// splice between pipes let other slots refer to one, and refs counts
+// those, so its owner writes into it again only once they are gone
+// (Linux's page count on an anonymous pipe buffer).
+type Page struct {
+	b    [PageSize]byte
+	refs atomic.Int32
+}
+
+// A Keeper keeps the memory of a buffer added by reference valid while a
+// pipe holds it: each slot that holds the buffer holds one count, taken
+// with Get and dropped with Put (which may release the memory). Both are
+// called with a pipe's lock held and must not block or take it.
+type Keeper interface {
+	Get()
+	Put()
+}
+
 type slot struct {
-	page  *[PageSize]byte
+	// data is the buffer's memory and [off, off+n) its queued bytes:
+	// the slot's own spare page (flag own), another slot's page (page is
+	// then that page, holding one of its refs), or memory added by
+	// reference (a file's page, the caller's bytes), kept by keep if
+	// the garbage collector is not enough.
+	data  []byte
+	page  *Page
+	keep  Keeper
+	spare *Page
 	off   int
 	n     int
 	flags uint8
+}
+
+// release drops what a consumed slot held; its spare page stays.
+func (s *slot) release() {
+	if s.page != nil {
+		s.page.refs.Add(-1)
+		s.page = nil
+	}
+	if s.keep != nil {
+		s.keep.Put()
+		s.keep = nil
+	}
+	s.data, s.off, s.n, s.flags = nil, 0, 0, 0
+}
+
+// ownPage makes the slot's data its spare page, which it allocates when
+// it has none or when other slots still refer to the one it has.
+func (s *slot) ownPage() []byte {
+	pg := s.spare
+	if pg == nil || pg.refs.Load() != 0 {
+		pg = new(Page)
+		s.spare = pg
+	}
+	s.data = pg.b[:]
+	return s.data
 }
 
 // Errors, made once so returning them does not allocate.
@@ -57,13 +130,102 @@ var (
 	errEINVAL error = syscall.EINVAL
 	errEPERM  error = syscall.EPERM
 	errENXIO  error = syscall.ENXIO
+	errEIO    error = syscall.EIO
 )
+
+// A waiter is one blocked call. Its waker removes it from its queue under
+// the pipe's lock, fills in n (and, for a reader that takes bytes
+// directly, consumes dst), and sends on ch once, after unlocking.
+type waiter struct {
+	ch chan struct{}
+	// dst is a waiting reader's destination; direct says a writer may
+	// copy into it (false for a splice, which wants buffers in the ring).
+	dst    iov.Iter
+	direct bool
+	// n is the count a writer handed over; 0 means "look again".
+	n    int
+	next *waiter
+}
+
+var waiters = sync.Pool{New: func() any { return &waiter{ch: make(chan struct{}, 1)} }}
+
+func getWaiter() *waiter { return waiters.Get().(*waiter) }
+
+func putWaiter(w *waiter) {
+	w.dst, w.n, w.next, w.direct = iov.Iter{}, 0, nil, false
+	waiters.Put(w)
+}
+
+// waitq is a FIFO of waiters.
+type waitq struct{ head, tail *waiter }
+
+func (q *waitq) push(w *waiter) {
+	w.next = nil
+	if q.tail == nil {
+		q.head = w
+	} else {
+		q.tail.next = w
+	}
+	q.tail = w
+}
+
+func (q *waitq) pop() *waiter {
+	w := q.head
+	if w != nil {
+		q.head = w.next
+		if q.head == nil {
+			q.tail = nil
+		}
+		w.next = nil
+	}
+	return w
+}
+
+// wakeList is a list of popped waiters, woken after the lock is dropped.
+type wakeList struct{ head *waiter }
+
+func (l *wakeList) add(w *waiter) { w.next, l.head = l.head, w }
+
+// all moves every waiter of q to the list, each with n = 0 (look again).
+func (l *wakeList) all(q *waitq) {
+	for w := q.pop(); w != nil; w = q.pop() {
+		l.add(w)
+	}
+}
+
+// wake sends each waiter its token. The list must not be used after: a
+// woken waiter goes back to the pool.
+func (l *wakeList) wake() {
+	for w := l.head; w != nil; {
+		next := w.next
+		w.ch <- struct{}{}
+		w = next
+	}
+	l.head = nil
+}
+
+// wait queues w on q, drops the lock, sleeps until woken and takes the
+// lock again unless the waker handed over bytes (w.n > 0).
+func (p *Pipe) wait(q *waitq, w *waiter, woken *wakeList) int {
+	q.push(w)
+	p.mu.Unlock()
+	woken.wake()
+	<-w.ch
+	n := w.n
+	putWaiter(w)
+	if n == 0 {
+		p.mu.Lock()
+	}
+	return n
+}
+
+var pipeIDs atomic.Uint64
 
 // Pipe is one pipe or FIFO buffer. Its methods are safe for concurrent
 // use.
 type Pipe struct {
-	// mu protects every field below; the conditions use it. It is held
-	// while bytes are copied, as Linux holds pipe->mutex.
+	// mu protects every field below but id and notify. It is held while
+	// bytes are copied, as Linux holds pipe->mutex.
 	mu       sync.Mutex
 	slots    []slot
 	head     uint32
@@ -74,10 +236,20 @@ type Pipe struct {
 	// partner and for POLLHUP (Linux r_counter, w_counter).
 	readers, writers   int
 	rCounter, wCounter uint32
-	// rdWait and wrWait are waited on by blocked reads and writes,
-	// partner by FIFO opens waiting for the other end.
-	rdWait, wrWait, partner sync.Cond
+	// rdq and wrq are the blocked reads and writes; partner is waited on
+	// by FIFO opens waiting for the other end.
+	rdq, wrq waitq
+	partner  sync.Cond
+	// handed says the last write handed its bytes to a waiting reader,
+	// which is likely on its way back for more (see yieldSize).
+	handed bool
+	// vec is scratch for the vectors of a splice, one entry a slot.
+	vec [][]byte
+	// private is set at NewPrivate and read-only after.
+	private bool
 
+	// id orders the locks of two pipes; set at New.
+	id uint64
 	// notify is set before the pipe is shared and only read afterwards.
 	// If not nil it is called whenever readiness may have changed (bytes
 	// became readable, room became writable, an end went away, the size
@@ -88,10 +260,9 @@ type Pipe struct {
 
 // New returns an empty pipe of DefaultSize with no ends open.
 func New() *Pipe {
-	p := &Pipe{maxUsage: DefaultSize / PageSize, rCounter: 1, wCounter: 1}
+	p := &Pipe{maxUsage: DefaultSize / PageSize, rCounter: 1, wCounter: 1, id: pipeIDs.Add(1)}
 	p.slots = make([]slot, p.maxUsage)
-	p.rdWait.L = &p.mu
-	p.wrWait.L = &p.mu
+	p.vec = make([][]byte, p.maxUsage)
 	p.partner.L = &p.mu
 	return p
 }
@@ -108,8 +279,9 @@ func NewPair() *Pipe {
 // the notify field). Call it before the pipe is shared.
 func (p *Pipe) SetNotify(fn func()) { p.notify = fn }
 
-func (p *Pipe) empty() bool { return p.head == p.tail }
-func (p *Pipe) full() bool  { return p.head-p.tail >= p.maxUsage }
+func (p *Pipe) empty() bool  { return p.head == p.tail }
+func (p *Pipe) full() bool   { return p.head-p.tail >= p.maxUsage }
+func (p *Pipe) mask() uint32 { return uint32(len(p.slots) - 1) }
 
 func (p *Pipe) wake() {
 	if p.notify != nil {
@@ -123,78 +295,104 @@ func (p *Pipe) wake() {
 // returns 0, nil when the pipe is empty and has no writer. A read returns
 // what is there (it does not wait to fill dst), and at most one packet of
 // a packet-mode buffer; the rest of a packet that does not fit is dropped.
+// While it waits, a writer may copy into dst directly; it then returns
+// that write's bytes. A buffer of device memory that faults gives EIO.
 func (p *Pipe) Read(dst iov.Iter, nonblock bool) (int, error) {
-	total := dst.Len()
-	if total == 0 {
+	if dst.Len() == 0 {
 		return 0, nil
 	}
-	ret := 0
-	var err error
-	wakeWriter, wakeNextReader := false, false
 	p.mu.Lock()
-	for {
-		if !p.empty() {
-			mask := uint32(len(p.slots) - 1)
-			b := &p.slots[p.tail&mask]
-			chars := min(b.n, total)
-			dst.CopyOut(b.page[b.off : b.off+chars])
-			ret += chars
-			b.off += chars
-			b.n -= chars
-			if b.flags&packet != 0 {
-				total = chars
-				b.n = 0
-			}
-			if b.n == 0 {
-				wakeWriter = wakeWriter || p.full()
-				p.tail++
-			}
-			total -= chars
-			if total == 0 {
-				break
-			}
-			if !p.empty() {
-				continue
-			}
-		}
-		if p.writers == 0 || ret > 0 {
-			break
+	for p.empty() {
+		if p.writers == 0 {
+			p.mu.Unlock()
+			return 0, nil
 		}
 		if nonblock {
-			err = errEAGAIN
+			p.mu.Unlock()
+			return 0, errEAGAIN
+		}
+		w := getWaiter()
+		w.dst, w.direct = dst, true
+		if n := p.wait(&p.rdq, w, &wakeList{}); n > 0 {
+			return n, nil
+		}
+	}
+	return p.readRing(&dst)
+}
+
+// readRing is pipe_read's copy out of a ring that is not empty; mu is
+// held, and dropped on return.
+func (p *Pipe) readRing(dst *iov.Iter) (int, error) {
+	total := dst.Len()
+	ret := 0
+	var err error
+	freed := false
+	wasFull := p.full()
+	mask := p.mask()
+	for !p.empty() {
+		b := &p.slots[p.tail&mask]
+		chars := min(b.n, total)
+		src := b.data[b.off : b.off+chars]
+		var k int
+		if b.flags&guarded != 0 {
+			if k, err = guardedCopyOut(dst, src); err != nil {
+				break // the buffer stays, as a failed pipe_buf_confirm leaves it
+			}
+		} else {
+			k = dst.CopyOut(src)
+		}
+		ret += k
+		b.off += k
+		b.n -= k
+		if b.flags&packet != 0 {
+			total = k
+			b.n = 0
+		}
+		if b.n == 0 {
+			b.release()
+			p.tail++
+			freed = true
+		}
+		total -= k
+		if total == 0 {
 			break
 		}
-		if wakeWriter {
-			p.wrWait.Signal()
-			p.wake()
-		}
-		p.rdWait.Wait()
-		wakeNextReader, wakeWriter = true, false
 	}
-	if p.empty() {
-		wakeNextReader = false
+	var woken wakeList
+	if freed && p.wrq.head != nil {
+		woken.add(p.wrq.pop())
 	}
 	p.mu.Unlock()
 	// Wake after unlocking, as Linux does, so the woken goroutine does not
 	// find the lock still held.
-	if wakeWriter {
-		p.wrWait.Signal()
+	woken.wake()
+	if freed && wasFull {
 		p.wake()
 	}
-	if wakeNextReader {
-		p.rdWait.Signal()
+	if ret > 0 {
+		return ret, nil
 	}
-	return ret, err
+	return 0, err
 }
+
+// yieldSize is the smallest write that yields once before it copies into
+// an empty ring when the previous write went to a waiting reader: that
+// reader is then likely runnable and about to read again, and letting it
+// run first turns the two copies of the ring (in, then out) into one
+// straight into its buffer. Below this size a copy costs less than the
+// yield. The yield never waits for anything: a writer whose reader does
+// not come back writes into the ring, and yields again only after its
+// bytes have once more gone straight to a reader.
+const yieldSize = 2 * PageSize
 
 // Write moves the bytes of src into the pipe, as fs/pipe.c's pipe_write.
 // It blocks until all are in, unless nonblock is set; then it writes what
 // fits and gives EAGAIN if that is nothing. A write of at most Buf bytes
 // is atomic: it goes into the last buffer's free tail or one new buffer,
-// never in part. With no reader it gives EPIPE (the caller reports it; no
-// signal is sent). With packet set (O_DIRECT) each page-sized piece is a
-// packet that a read returns alone. A write of 0 bytes returns 0 before
-// anything is checked.
+// never in part, or straight to waiting readers. With no reader it gives
+// EPIPE (the caller reports it; no signal is sent). With packet set
+// (O_DIRECT) each page-sized piece is a packet that a read returns alone.
+// A write of 0 bytes returns 0 before anything is checked.
 func (p *Pipe) Write(src iov.Iter, nonblock, pkt bool) (int, error) {
 	total := src.Len()
 	if total == 0 {
@@ -207,22 +405,35 @@ func (p *Pipe) Write(src iov.Iter, nonblock, pkt bool) (int, error) {
 	}
 	ret := 0
 	var err error
+	var woken wakeList
 	wakeNextWriter := false
-	wasEmpty := p.empty()
-	mask := uint32(len(p.slots) - 1)
+	readable := false // bytes went into the ring: pollers may care
+	if p.rdq.head != nil {
+		ret += p.feed(&src, pkt, &woken)
+		if src.Len() == 0 {
+			goto out
+		}
+	}
 	// Merge a tail shorter than a page into the last buffer, so small
 	// writes share pages and the rest of a large one is page-aligned.
-	if chars := total & (PageSize - 1); chars != 0 && !wasEmpty {
-		b := &p.slots[(p.head-1)&mask]
+	if chars := total & (PageSize - 1); chars != 0 && !p.empty() && ret == 0 {
+		b := &p.slots[(p.head-1)&p.mask()]
 		end := b.off + b.n
-		if b.flags&canMerge != 0 && end+chars <= PageSize {
-			src.CopyIn(b.page[end : end+chars])
+		if b.flags&canMerge != 0 && end+chars <= len(b.data) {
+			src.CopyIn(b.data[end : end+chars])
 			b.n += chars
 			ret = chars
+			readable = true
 			if src.Len() == 0 {
 				goto out
 			}
 		}
+	}
+	if p.handed && total >= yieldSize && p.empty() {
+		p.mu.Unlock()
+		runtime.Gosched()
+		p.mu.Lock()
+		p.handed = false
 	}
 	for {
 		if p.readers == 0 {
@@ -231,25 +442,28 @@ func (p *Pipe) Write(src iov.Iter, nonblock, pkt bool) (int, error) {
 			}
 			break
 		}
-		if !p.full() {
-			mask = uint32(len(p.slots) - 1)
-			b := &p.slots[p.head&mask]
-			if b.page == nil {
-				b.page = new([PageSize]byte)
-			}
-			p.head++
-			b.off = 0
-			b.flags = canMerge
-			if pkt {
-				b.flags = packet
-			}
-			b.n = src.CopyIn(b.page[:])
-			ret += b.n
+		if p.rdq.head != nil { // a reader came while this write waited or yielded
+			ret += p.feed(&src, pkt, &woken)
 			if src.Len() == 0 {
 				break
 			}
+			continue
 		}
 		if !p.full() {
+			b := &p.slots[p.head&p.mask()]
+			page := b.ownPage()
+			p.head++
+			b.off = 0
+			b.flags = own | canMerge
+			if pkt {
+				b.flags = own | packet
+			}
+			b.n = src.CopyIn(page)
+			ret += b.n
+			readable = true
+			if src.Len() == 0 {
+				break
+			}
 			continue
 		}
 		if nonblock {
@@ -258,27 +472,81 @@ func (p *Pipe) Write(src iov.Iter, nonblock, pkt bool) (int, error) {
 			}
 			break
 		}
-		if wasEmpty {
-			p.rdWait.Signal()
+		if readable {
 			p.wake()
+			readable = false
 		}
-		p.wrWait.Wait()
-		wasEmpty = p.empty()
+		p.wait(&p.wrq, getWaiter(), &woken)
 		wakeNextWriter = true
 	}
 out:
 	if p.full() {
 		wakeNextWriter = false
 	}
+	if wakeNextWriter && p.wrq.head != nil {
+		woken.add(p.wrq.pop())
+	}
 	p.mu.Unlock()
-	if wasEmpty && ret > 0 {
-		p.rdWait.Signal()
+	woken.wake()
+	if readable {
 		p.wake()
 	}
-	if wakeNextWriter {
-		p.wrWait.Signal()
-	}
 	return ret, err
+}
+
+// feed copies src straight into the waiting readers' buffers, in the
+// order they came, and returns the count; mu is held. Each reader takes
+// what fits from one write and is done. A reader that waits for buffers
+// rather than bytes (a splice) stops the hand-off: every waiter is woken
+// to look at the ring, where the rest goes.
+func (p *Pipe) feed(src *iov.Iter, pkt bool, woken *wakeList) int {
+	ret := 0
+	for src.Len() > 0 {
+		w := p.rdq.pop()
+		if w == nil {
+			break
+		}
+		if !w.direct {
+			woken.add(w)
+			woken.all(&p.rdq)
+			break
+		}
+		var k int
+		if pkt {
+			piece := min(src.Len(), PageSize)
+			k = moveIter(&w.dst, src, min(piece, w.dst.Len()))
+			src.Advance(piece - k) // the rest of the packet is dropped, as a read drops it
+			ret += piece
+		} else {
+			k = moveIter(&w.dst, src, w.dst.Len())
+			ret += k
+		}
+		w.n = k
+		woken.add(w)
+	}
+	p.handed = ret > 0
+	return ret
+}
+
+// moveIter copies n bytes from src to dst, consuming both, and returns n
+// (both must hold at least n).
+func moveIter(dst, src *iov.Iter, n int) int {
+	done := 0
+	for done < n {
+		if dst.Kind() == iov.KindDiscard {
+			src.Advance(n - done)
+			dst.Advance(n - done)
+			return n
+		}
+		seg := dst.Segment()
+		k := src.CopyIn(seg[:min(len(seg), n-done)])
+		if k == 0 {
+			break
+		}
+		dst.Advance(k)
+		done += k
+	}
+	return done
 }
 
 // Len returns the number of bytes queued (FIONREAD).
@@ -286,7 +554,7 @@ func (p *Pipe) Len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
-	mask := uint32(len(p.slots) - 1)
+	mask := p.mask()
 	for i := p.tail; i != p.head; i++ {
 		n += p.slots[i&mask].n
 	}
@@ -313,32 +581,37 @@ func (p *Pipe) SetSize(n int, privileged bool) (int, error) {
 	}
 	slots := uint32(size / PageSize)
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if slots > p.maxUsage && size > MaxSize && !privileged {
+		p.mu.Unlock()
 		return 0, errEPERM
 	}
 	if used := p.head - p.tail; slots < used {
+		p.mu.Unlock()
 		return 0, errEBUSY
 	}
 	if slots != uint32(len(p.slots)) {
 		ns := make([]slot, slots)
-		omask, nmask := uint32(len(p.slots)-1), slots-1
+		omask, nmask := p.mask(), slots-1
 		used := p.head - p.tail
 		for i := range used {
 			ns[(p.tail+i)&nmask] = p.slots[(p.tail+i)&omask]
 		}
-		// Keep the pages of free slots, as many as fit.
+		// Keep the spare pages of free slots, as many as fit.
 		j := used
 		for i := used; i < uint32(len(p.slots)) && j < slots; i++ {
-			if pg := p.slots[(p.tail+i)&omask].page; pg != nil {
-				ns[(p.tail+j)&nmask].page = pg
+			if pg := p.slots[(p.tail+i)&omask].spare; pg != nil {
+				ns[(p.tail+j)&nmask].spare = pg
 				j++
 			}
 		}
 		p.slots = ns
+		p.vec = make([][]byte, slots)
 	}
 	p.maxUsage = slots
-	p.wrWait.Broadcast()
+	var woken wakeList
+	woken.all(&p.wrq)
+	p.mu.Unlock()
+	woken.wake()
 	p.wake()
 	return int(size), nil
 }
@@ -439,7 +712,8 @@ func (p *Pipe) OpenFIFO(rd, wr, nonblock bool) (seen uint32, err error) {
 
 // Close drops an end (fs/pipe.c's pipe_release). When the last reader or
 // the last writer goes while the other side remains, blocked calls and
-// pollers are woken: readers see end of file, writers EPIPE.
+// pollers are woken: readers see end of file, writers EPIPE. A pipe whose
+// last end goes drops the buffers it still holds.
 func (p *Pipe) Close(rd, wr bool) {
 	p.mu.Lock()
 	if rd {
@@ -448,10 +722,23 @@ func (p *Pipe) Close(rd, wr bool) {
 	if wr {
 		p.writers--
 	}
+	var woken wakeList
 	if (p.readers == 0) != (p.writers == 0) {
-		p.rdWait.Broadcast()
-		p.wrWait.Broadcast()
-		p.wake()
+		woken.all(&p.rdq)
+		woken.all(&p.wrq)
+		defer p.wake()
+	}
+	if p.readers == 0 && p.writers == 0 {
+		p.drop()
 	}
 	p.mu.Unlock()
+	woken.wake()
+}
+
+// drop releases every queued buffer (free_pipe_info); mu is held.
+func (p *Pipe) drop() {
+	mask := p.mask()
+	for ; p.tail != p.head; p.tail++ {
+		p.slots[p.tail&mask].release()
+	}
 }

@@ -11,7 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// copyBufSize is the size of the pooled buffer a copy goes through.
+// copyBufSize is the size of the pooled buffer io.Copy falls back to
+// (file.go).
 const copyBufSize = 64 << 10
 
 var copyBufs = sync.Pool{New: func() any { return new([copyBufSize]byte) }}
@@ -39,8 +40,10 @@ var copyBufs = sync.Pool{New: func() any { return new([copyBufSize]byte) }}
 //     offset; then a count of 0 returns 0.
 //
 // The count is clamped to 0x7ffff000 bytes. A copy that fails part way
-// returns what it copied; an error comes only with a count of 0. It
-// allocates nothing: the bytes go through a pooled 64 KiB buffer.
+// returns what it copied; an error comes only with a count of 0. The
+// bytes go as sendfile's do, through a private pipe that holds the
+// source's pages by reference: one copy each. It allocates nothing once
+// warm.
 func (p *Proc) CopyFileRange(rfd int, roff *int64, wfd int, woff *int64, n int, flags int) (int, error) {
 	fi := p.fdget(rfd)
 	if fi == nil {
@@ -73,7 +76,7 @@ func (p *Proc) CopyFileRange(rfd int, roff *int64, wfd int, woff *int64, n int, 
 	if err != nil || count == 0 {
 		return 0, err
 	}
-	done, err := fi.copyTo(fo, posIn, posOut, int(min(count, iov.MaxCount)))
+	done, err := p.spliceDirect(fi, posIn, driverOff(fi, roff, posIn) == noOffset, fo, posOut, driverOff(fo, woff, posOut) == noOffset, int(min(count, iov.MaxCount)))
 	if done > 0 {
 		setPos(fi, roff, posIn+int64(done))
 		setPos(fo, woff, posOut+int64(done))
@@ -126,27 +129,6 @@ func copyChecks(fi *file, posIn int64, fo *file, posOut int64, count uint64) (ui
 		}
 	}
 	return count, nil
-}
-
-// copyTo copies count bytes from fi at in to fo at out, as
-// do_splice_direct: it stops at the first short read or write.
-func (fi *file) copyTo(fo *file, in, out int64, count int) (int, error) {
-	buf := copyBufs.Get().(*[copyBufSize]byte)
-	defer copyBufs.Put(buf)
-	done := 0
-	for done < count {
-		b := buf[:min(count-done, copyBufSize)]
-		r, err := fi.readBuf(b, in+int64(done))
-		if r == 0 {
-			return fixCount(done, err)
-		}
-		w, err := fo.writeBuf(b[:r], out+int64(done))
-		done += w
-		if w < r {
-			return fixCount(done, err)
-		}
-	}
-	return done, nil
 }
 
 // getPos reads the file position.

@@ -55,6 +55,22 @@ type pipeEnd struct {
 	seen uint32
 	// flags holds end* bits; SetFlags replaces it while calls run.
 	flags atomic.Uint32
+	// waits is set once splice, tee or vmsplice used the end: RWF_NOWAIT
+	// then gives EOPNOTSUPP, as Linux's pipe_clear_nowait drops
+	// FMODE_NOWAIT from the file (a splice may block under the pipe).
+	waits atomic.Bool
+}
+
+// pipeOf returns the pipe end f is, or nil: Linux's get_pipe_info, true
+// for pipes and FIFOs.
+func pipeOf(f *file) *pipeEnd {
+	switch h := f.h.(type) {
+	case *pipeEnd:
+		return h
+	case pipe2End:
+		return h.pipeEnd
+	}
+	return nil
 }
 
 func (e *pipeEnd) setFlags(flags int) {
@@ -90,13 +106,20 @@ type pipe2End struct{ *pipeEnd }
 func (pipe2End) NoWait() {}
 
 // ReadIterFlags implements RWFReader: RWF_NOWAIT acts as O_NONBLOCK for
-// this call; the other flags accepted mean nothing to a pipe.
+// this call (EOPNOTSUPP once the end was spliced); the other flags
+// accepted mean nothing to a pipe.
 func (e *pipeEnd) ReadIterFlags(dst iov.Iter, _ int64, flags int) (int, error) {
+	if flags&unix.RWF_NOWAIT != 0 && e.waits.Load() {
+		return 0, errEOPNOTSUPP
+	}
 	return e.obj.p.Read(dst, e.flags.Load()&endNonblock != 0 || flags&unix.RWF_NOWAIT != 0)
 }
 
 // WriteIterFlags implements RWFWriter, as ReadIterFlags.
 func (e *pipeEnd) WriteIterFlags(src iov.Iter, _ int64, flags int) (int, error) {
+	if flags&unix.RWF_NOWAIT != 0 && e.waits.Load() {
+		return 0, errEOPNOTSUPP
+	}
 	fl := e.flags.Load()
 	return e.obj.p.Write(src, fl&endNonblock != 0 || flags&unix.RWF_NOWAIT != 0, fl&endPacket != 0)
 }

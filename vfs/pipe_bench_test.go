@@ -22,3 +22,52 @@ func BenchmarkPipeWriteRead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPipePingPong is a 1-byte round trip through an echo goroutine
+// over two pipes, and the same over two unbuffered channels of []byte:
+// the cost of a blocked read woken by a write, twice.
+func BenchmarkPipePingPong(b *testing.B) {
+	b.Run("iovfs", func(b *testing.B) {
+		p := newPipeProc(b)
+		r1, w1 := pipe2(b, p, 0)
+		r2, w2 := pipe2(b, p, 0)
+		go func() {
+			buf := make([]byte, 1)
+			for {
+				n, err := p.Read(r1, buf)
+				if n == 0 || err != nil {
+					p.Close(w2)
+					return
+				}
+				p.Write(w2, buf[:n])
+			}
+		}()
+		buf := make([]byte, 1)
+		b.ReportAllocs()
+		for b.Loop() {
+			p.Write(w1, buf)
+			p.Read(r2, buf)
+		}
+		p.Close(w1)
+		p.Read(r2, buf)
+		p.Close(r1)
+		p.Close(r2)
+	})
+	b.Run("chan", func(b *testing.B) {
+		there, back := make(chan []byte), make(chan []byte)
+		go func() {
+			for m := range there {
+				back <- m
+			}
+			close(back)
+		}()
+		buf := make([]byte, 1)
+		b.ReportAllocs()
+		for b.Loop() {
+			there <- buf
+			buf = <-back
+		}
+		close(there)
+		<-back
+	})
+}

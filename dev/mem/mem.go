@@ -40,6 +40,11 @@ func (Null) WriteIter(src iov.Iter, _ int64) (int, error) {
 func (Null) Positionless() {}
 func (Null) NoWait()       {}
 
+// NoSpliceRead and Discard: as Linux's null_fops, splice reads nothing
+// from /dev/null (EINVAL) and drops what it splices into it unread.
+func (Null) NoSpliceRead() {}
+func (Null) Discard()      {}
+
 // Zero is /dev/zero: reads return zeros, writes are swallowed. It keeps the
 // scalar Read beside ReadIter for the reason Linux keeps .read_zero: a
 // plain read is the common case, and dropping .read cost Linux about 2% on
@@ -62,6 +67,10 @@ func (Zero) WriteIter(src iov.Iter, _ int64) (int, error) {
 func (Zero) Positionless() {}
 func (Zero) NoWait()       {}
 
+// Discard: what splice moves into /dev/zero is dropped unread
+// (splice_write_zero).
+func (Zero) Discard() {}
+
 // VecZero is /dev/zero with only the vectored methods, as NuttX 12.8 had
 // before its revert and as Linux's ext4 has for files. A scalar read of it
 // goes through a single-buffer iov.Iter. It exists to measure that path
@@ -78,6 +87,7 @@ func (VecZero) WriteIter(src iov.Iter, _ int64) (int, error) {
 }
 func (VecZero) Positionless() {}
 func (VecZero) NoWait()       {}
+func (VecZero) Discard()      {}
 
 // Full is /dev/full: reads return zeros, writes fail with ENOSPC. Its
 // methods are Linux's full_fops: a vectored read (read_iter_zero) and a
@@ -91,6 +101,10 @@ func (Full) ReadIter(dst iov.Iter, _ int64) (int, error) {
 }
 func (Full) Write([]byte, int64) (int, error) { return 0, unix.ENOSPC }
 func (Full) Positionless()                    {}
+
+// NoSpliceWrite: Linux's full_fops has no splice_write, so a splice into
+// /dev/full gives EINVAL rather than ENOSPC.
+func (Full) NoSpliceWrite() {}
 
 // Random is /dev/random and /dev/urandom: reads return bytes from
 // crypto/rand, which never blocks once the host's pool is initialised, as
