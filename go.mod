@@ -17,6 +17,7 @@ require (
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/tetratelabs/wazero v1.12.0
 	golang.org/x/text v0.42.0
+	golang.org/x/tools v0.52.0
 	mvdan.cc/sh/v3 v3.14.1
 )
 
@@ -29,5 +30,7 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	golang.org/x/image v0.46.0 // indirect
+	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/term v0.45.0 // indirect
 )

@@ -6,6 +6,7 @@ import (
 
 	"github.com/iovfs/iovfs/block"
 	"github.com/iovfs/iovfs/dev/ram"
+	"github.com/iovfs/iovfs/vfs"
 )
 
 // TestUnalignedWritesSameSector: concurrent one-byte writes into one
@@ -16,7 +17,7 @@ func TestUnalignedWritesSameSector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, _ := d.Open(0)
+	h, _ := d.Open(0, vfs.Cred{})
 	f := h.(*block.File)
 	if got, ok := block.Of(h); !ok || got != block.Device(d) {
 		t.Fatalf("block.Of: %v %v", got, ok)

@@ -95,8 +95,8 @@ func TestDevfsExport(t *testing.T) {
 // stand-in for a reader blocked in the server.
 type blockDev struct{ entered, release chan struct{} }
 
-func (d *blockDev) DevInfo() (uint32, uint64)    { return unix.S_IFCHR | 0o666, vfs.Mkdev(240, 0) }
-func (d *blockDev) Open(int) (vfs.Handle, error) { return d, nil }
+func (d *blockDev) DevInfo() (uint32, uint64)              { return unix.S_IFCHR | 0o666, vfs.Mkdev(240, 0) }
+func (d *blockDev) Open(int, vfs.Cred) (vfs.Handle, error) { return d, nil }
 func (d *blockDev) Stat() (vfs.Stat, error) {
 	return vfs.Stat{Mode: unix.S_IFCHR | 0o666, Rdev: vfs.Mkdev(240, 0)}, nil
 }

@@ -10,13 +10,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// setattr applies a to n, or gives EPERM if its file system cannot.
-func setattr(n Node, a SetAttr) error {
+// setattr applies a to n for the caller c, or gives EPERM if its file
+// system cannot.
+func setattr(n Node, a SetAttr, c *creds) error {
 	s, ok := n.(Setattrer)
 	if !ok {
 		return unix.EPERM
 	}
-	return s.Setattr(a)
+	return s.Setattr(a, c.fsCred())
 }
 
 // readonly reports whether loc is on a read-only mount.
@@ -106,7 +107,7 @@ func (p *Proc) chmodLoc(loc location, mode uint32) error {
 	if !c.inGroupOrCapable(st.Gid) {
 		mode &^= unix.S_ISGID
 	}
-	return setattr(loc.node, SetAttr{Valid: SetMode, Mode: mode})
+	return setattr(loc.node, SetAttr{Valid: SetMode, Mode: mode}, c)
 }
 
 // Chown sets the owner and group of the file at path, following symlinks,
@@ -216,7 +217,7 @@ func (p *Proc) chownLoc(loc location, uid, gid int) error {
 		// ATTR_CTIME alone: the change time still moves.
 		a.Valid, a.Uid = SetUid, st.Uid
 	}
-	return setattr(loc.node, a)
+	return setattr(loc.node, a, c)
 }
 
 // Utimes sets the access and modification times of the file at path,
@@ -327,7 +328,7 @@ func (p *Proc) utimesLoc(loc location, ts []unix.Timespec) error {
 		set(ts[0], SetAtime, &a.Atime)
 		set(ts[1], SetMtime, &a.Mtime)
 	}
-	return setattr(loc.node, a)
+	return setattr(loc.node, a, c)
 }
 
 // Truncate sets the size of the regular file at path, as truncate(2)
@@ -368,7 +369,7 @@ func (p *Proc) truncateLoc(loc location, size int64) error {
 	if loc.readonly() {
 		return unix.EROFS
 	}
-	return setattr(loc.node, c.killPriv(st, SetAttr{Valid: SetSize, Size: size}))
+	return setattr(loc.node, c.killPriv(st, SetAttr{Valid: SetSize, Size: size}), c)
 }
 
 // Ftruncate sets the size of the regular file open as fd, as ftruncate(2)
@@ -392,5 +393,6 @@ func (p *Proc) Ftruncate(fd int, size int64) error {
 	if loc.readonly() {
 		return unix.EROFS
 	}
-	return setattr(loc.node, p.cred.Load().killPriv(st, SetAttr{Valid: SetSize | SetMtime, Size: size, Mtime: time.Now()}))
+	c := p.cred.Load()
+	return setattr(loc.node, c.killPriv(st, SetAttr{Valid: SetSize | SetMtime, Size: size, Mtime: time.Now()}), c)
 }

@@ -81,5 +81,5 @@ func (p *Proc) Fallocate(fd int, mode uint32, off, length int64) error {
 	if !ok {
 		return errEOPNOTSUP
 	}
-	return fa.Fallocate(mode, off, length)
+	return fa.Fallocate(mode, off, length, p.cred.Load().fsCred())
 }

@@ -123,6 +123,9 @@ func (p *Proc) readdir(fd int, buf []byte) (DirContext, error) {
 		return DirContext{}, errEBADF
 	}
 	c := DirContext{bytes: buf != nil, buf: buf}
+	if removedDir(f.node) {
+		return c, errENOENT // iterate_dir: IS_DEADDIR
+	}
 	if it, ok := f.h.(DirIterator); ok {
 		f.posMu.Lock()
 		defer f.posMu.Unlock()

@@ -241,7 +241,7 @@ func (h *hostFile) Datasync() error {
 }
 
 // Setattr changes the host file: ftruncate, fchmod, fchown, futimens.
-func (h *hostFile) Setattr(a SetAttr) error {
+func (h *hostFile) Setattr(a SetAttr, _ Cred) error {
 	if !h.acquire() {
 		return errEBADF
 	}

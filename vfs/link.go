@@ -51,10 +51,16 @@ func (p *Proc) linkAt(op string, olddirfd int, oldpath string, newdirfd int, new
 	return pathErr(op, newpath, err)
 }
 
-// linkIn is filename_create, may_linkat and vfs_link, in their order.
+// linkIn is filename_create, may_linkat and vfs_link, in their order,
+// under the new parent's lock.
 func (p *Proc) linkIn(c *creds, old, dir location, name string, trailing bool) error {
 	if name == "" || name == "." || name == ".." {
 		return unix.EEXIST
+	}
+	dl := p.ns.lockDir(dir.node)
+	defer dl.unlock()
+	if err := dl.alive(); err != nil {
+		return err
 	}
 	if err := p.mustBeFree(dir, name); err != nil {
 		return err
@@ -71,7 +77,7 @@ func (p *Proc) linkIn(c *creds, old, dir location, name string, trailing bool) e
 	if err := c.mayLinkat(old); err != nil {
 		return err
 	}
-	if err := c.mayCreate(dir); err != nil {
+	if err := c.mayCreate(dir, dl); err != nil {
 		return err
 	}
 	if isDir(old.node) {
@@ -82,10 +88,7 @@ func (p *Proc) linkIn(c *creds, old, dir location, name string, trailing bool) e
 		return unix.EPERM
 	}
 	defer p.ns.dcache.invalidate(dir.node, name).done()
-	if cl, ok := l.(CredLinker); ok {
-		return cl.LinkCred(name, old.node, c.fsCred())
-	}
-	return l.Link(name, old.node)
+	return l.Link(name, old.node, c.fsCred())
 }
 
 // mayLinkat is may_linkat with fs.protected_hardlinks=1, this machine's
@@ -137,28 +140,17 @@ func (p *Proc) symlinkAt(op, target string, newdirfd int, linkpath string) error
 }
 
 func (p *Proc) symlinkIn(dir location, name string, trailing bool, target string) error {
-	if name == "" || name == "." || name == ".." {
-		return unix.EEXIST
-	}
-	if err := p.mustBeFree(dir, name); err != nil {
+	c, l, err := p.newEntry(dir, name, trailing)
+	if err != nil {
 		return err
 	}
-	if trailing {
-		return errENOENT
-	}
-	if dir.mnt.readonly {
-		return unix.EROFS
-	}
-	c := p.cred.Load()
-	if err := c.mayCreate(dir); err != nil {
-		return err
-	}
+	defer l.unlock()
 	s, ok := dir.node.(Symlinker)
 	if !ok {
 		return unix.EPERM
 	}
 	defer p.ns.dcache.invalidate(dir.node, name).done()
-	_, err := s.Symlink(name, target, c.fsCred())
+	_, err = s.Symlink(name, target, c.fsCred())
 	return err
 }
 

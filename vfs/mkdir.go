@@ -25,29 +25,64 @@ func (p *Proc) mkdirAt(op string, dirfd int, path string, perm uint32) error {
 }
 
 // mkdirIn is filename_create then vfs_mkdir: EEXIST, EROFS, then the
-// permission on the parent.
+// permission on the parent, under the parent's lock.
 func (p *Proc) mkdirIn(dir location, name string, perm uint32) error {
-	if name == "" || name == "." || name == ".." {
-		return unix.EEXIST
-	}
-	if err := p.mustBeFree(dir, name); err != nil {
+	c, l, err := p.newEntry(dir, name, false)
+	if err != nil {
 		return err
 	}
-	if dir.mnt.readonly {
-		return unix.EROFS
-	}
-	c := p.cred.Load()
-	if err := c.mayCreate(dir); err != nil {
-		return err
-	}
+	defer l.unlock()
 	m, ok := dir.node.(Mkdirer)
 	if !ok {
 		return unix.EPERM
 	}
 	defer p.ns.dcache.invalidate(dir.node, name).done()
 	// vfs_prepare_mode: mkdir keeps only the permission and sticky bits.
-	_, err := m.Mkdir(name, perm&(0o777|unix.S_ISVTX)&^p.umask.Load(), c.fsCred())
+	_, err = m.Mkdir(name, perm&(0o777|unix.S_ISVTX)&^p.umask.Load(), c.fsCred())
 	return err
+}
+
+// newEntry is filename_create and may_create for the calls that add name
+// to dir (mkdir, mknod, symlink): the name's form (EEXIST for "", "." and
+// ".."), then under dir's lock the lookup (EEXIST), a trailing slash on a
+// new non-directory (ENOENT, when trailing), the mount (EROFS), a removed
+// dir (ENOENT) and the caller's write and search permission on it
+// (EACCES). On success it returns the caller's credentials and dir's
+// lock, held; the caller unlocks it after the change.
+func (p *Proc) newEntry(dir location, name string, trailing bool) (*creds, *DirLock, error) {
+	if name == "" || name == "." || name == ".." {
+		return nil, nil, unix.EEXIST
+	}
+	l := p.ns.lockDir(dir.node)
+	c, err := p.mayAdd(dir, l, name, trailing)
+	if err != nil {
+		l.unlock()
+		return nil, nil, err
+	}
+	return c, l, nil
+}
+
+// mayAdd is newEntry's checks with dir's lock l held. A removed dir gives
+// ENOENT before any lookup, as lookup_one_qstr_excl creates no dentry in
+// a dead directory.
+func (p *Proc) mayAdd(dir location, l *DirLock, name string, trailing bool) (*creds, error) {
+	if err := l.alive(); err != nil {
+		return nil, err
+	}
+	if err := p.mustBeFree(dir, name); err != nil {
+		return nil, err
+	}
+	if trailing {
+		return nil, errENOENT // filename_create: a trailing slash on a new non-directory
+	}
+	if dir.mnt.readonly {
+		return nil, unix.EROFS
+	}
+	c := p.cred.Load()
+	if err := c.mayCreate(dir, l); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // mustBeFree gives EEXIST if name exists in dir, or the lookup's error

@@ -47,22 +47,11 @@ func mknodType(mode uint32) error {
 }
 
 func (p *Proc) mknodIn(dir location, name string, trailing bool, mode uint32, dev uint64) error {
-	if name == "" || name == "." || name == ".." {
-		return unix.EEXIST
-	}
-	if err := p.mustBeFree(dir, name); err != nil {
+	c, l, err := p.newEntry(dir, name, trailing)
+	if err != nil {
 		return err
 	}
-	if trailing {
-		return errENOENT // filename_create: a trailing slash on a new non-directory
-	}
-	if dir.mnt.readonly {
-		return unix.EROFS
-	}
-	c := p.cred.Load()
-	if err := c.mayCreate(dir); err != nil {
-		return err
-	}
+	defer l.unlock()
 	typ := mode & unix.S_IFMT
 	if typ == 0 {
 		typ = unix.S_IFREG
@@ -85,7 +74,7 @@ func (p *Proc) mknodIn(dir location, name string, trailing bool, mode uint32, de
 	if typ != unix.S_IFCHR && typ != unix.S_IFBLK {
 		dev = 0
 	}
-	_, err := m.Mknod(name, typ|perm, dev, c.fsCred())
+	_, err = m.Mknod(name, typ|perm, dev, c.fsCred())
 	return err
 }
 
@@ -107,7 +96,7 @@ func (p *Proc) openSpecial(loc location, st Stat, flags int) (*file, error) {
 	if d == nil {
 		return nil, unix.ENXIO
 	}
-	h, err := d.Open(flags)
+	h, err := d.Open(flags, p.cred.Load().fsCred())
 	if err != nil {
 		return nil, err
 	}

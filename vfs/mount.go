@@ -96,6 +96,14 @@ type Namespace struct {
 	// RESOLVE_IN_ROOT) check it at every "..", as Linux checks
 	// rename_lock and mount_lock.
 	rename renameLock
+	// renameMu serialises renames between two directories (Linux's
+	// s_vfs_rename_mutex), so that no directory moves while one of them
+	// decides which of its two directories is the other's ancestor, and
+	// in which order to lock them. It is taken before directory locks.
+	renameMu sync.Mutex
+	// sharedDirLock is the directory lock of every directory that is not
+	// a DirLocker (dirlock.go).
+	sharedDirLock DirLock
 
 	// devices are the drivers device nodes open (device.go).
 	devices deviceTable
@@ -229,12 +237,19 @@ func (ns *Namespace) update(fn func(map[mountKey]*mount)) {
 
 // attach mounts fs on the directory dir of mount parent, on top of any
 // mount already there, as Linux stacks mounts.
-func (ns *Namespace) attach(parent *mount, dir Node, fs FileSystem, root Node, readonly bool) *mount {
+func (ns *Namespace) attach(parent *mount, dir Node, fs FileSystem, root Node, readonly bool) (*mount, error) {
 	return ns.attachRO(parent, dir, fs, root, readonly, readonly)
 }
 
 // attachRO is attach with the file system's own read-only state apart.
-func (ns *Namespace) attachRO(parent *mount, dir Node, fs FileSystem, root Node, readonly, sbReadonly bool) *mount {
+// It takes dir's lock (lock_mount), so no rmdir removes dir meanwhile, and
+// gives ENOENT for a directory already removed.
+func (ns *Namespace) attachRO(parent *mount, dir Node, fs FileSystem, root Node, readonly, sbReadonly bool) (*mount, error) {
+	l := ns.lockDir(dir)
+	defer l.unlock()
+	if err := l.alive(); err != nil {
+		return nil, err
+	}
 	m := &mount{fs: fs, root: root, dev: ns.newDev(), readonly: readonly || sbReadonly, sbReadonly: sbReadonly, id: mountIDs.Add(1)}
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
@@ -249,7 +264,7 @@ func (ns *Namespace) attachRO(parent *mount, dir Node, fs FileSystem, root Node,
 		m.parent, m.point = parent, dir
 		t[mountKey{parent, dir}] = m
 	})
-	return m
+	return m, nil
 }
 
 // MountFS mounts fs on the directory at path, for set-up code that has a
@@ -262,8 +277,8 @@ func (ns *Namespace) MountFS(path string, fs FileSystem, readonly bool) error {
 	if err != nil {
 		return pathErr("mount", path, err)
 	}
-	ns.attach(loc.mnt, loc.node, fs, fs.Root(), readonly)
-	return nil
+	_, err = ns.attach(loc.mnt, loc.node, fs, fs.Root(), readonly)
+	return pathErr("mount", path, err)
 }
 
 // Mount mounts a file system of type fstype, made from source and data, on
@@ -289,7 +304,10 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 		if err != nil {
 			return pathErr("mount", source, err)
 		}
-		m := p.ns.attachRO(loc.mnt, loc.node, src.mnt.fs, src.node, readonly || src.mnt.readonly, src.mnt.sbReadonly)
+		m, err := p.ns.attachRO(loc.mnt, loc.node, src.mnt.fs, src.node, readonly || src.mnt.readonly, src.mnt.sbReadonly)
+		if err != nil {
+			return pathErr("mount", target, err)
+		}
 		m.stFlags.Store(src.mnt.stFlags.Load()) // clone_mnt keeps the source's flags
 		return nil
 	}
@@ -304,7 +322,13 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 	if err != nil {
 		return pathErr("mount", source, err)
 	}
-	m := p.ns.attach(loc.mnt, loc.node, fs, fs.Root(), readonly)
+	m, err := p.ns.attach(loc.mnt, loc.node, fs, fs.Root(), readonly)
+	if err != nil {
+		if sd, ok := fs.(Shutdowner); ok {
+			sd.Shutdown()
+		}
+		return pathErr("mount", target, err)
+	}
 	m.stFlags.Store(mountStFlags(flags))
 	p.ns.mu.Lock()
 	m.source, m.fstype, m.data = source, fstype, data

@@ -106,7 +106,6 @@ const (
 // the file.
 func (p *Proc) lookupForOpen(w *walker, cur location, path string, flags int, perm uint32) (location, bool, error) {
 	follow := flags&unix.O_NOFOLLOW == 0
-	retries := 0
 	if flags&unix.O_CREAT == 0 {
 		loc, err := w.resolve(cur, path, follow)
 		if err != nil {
@@ -132,66 +131,74 @@ func (p *Proc) lookupForOpen(w *walker, cur location, path string, flags int, pe
 			}
 			return location{}, false, errEISDIR
 		}
-		existing, err := w.step(dir, name, false)
-		if err == nil {
-			if flags&unix.O_EXCL != 0 {
-				return location{}, false, unix.EEXIST
-			}
-			rl, isLink := existing.node.(Readlinker)
-			if !isLink {
-				if isDir(existing.node) {
-					return location{}, false, errEISDIR // do_open: O_CREAT on a directory
-				}
-				return existing, false, nil
-			}
-			if !follow || w.rflags&unix.RESOLVE_NO_SYMLINKS != 0 {
-				return location{}, false, unix.ELOOP
-			}
-			w.links++
-			if w.links > maxSymlinks {
-				return location{}, false, unix.ELOOP
-			}
-			target, err := rl.Readlink()
-			if err != nil {
-				return location{}, false, err
-			}
-			if err := checkPath(target); err != nil {
-				return location{}, false, err
-			}
-			// Create or open the symlink's target, relative to dir.
-			cur, path = dir, target
-			continue
+		loc, created, target, err := p.openCreate(w, dir, name, flags, perm)
+		if err != nil || target == "" {
+			return loc, created, err
 		}
-		if err != errENOENT && err != unix.ENOENT {
-			return location{}, false, err
-		}
-		if dir.mnt.readonly {
-			return location{}, false, unix.EROFS
-		}
-		c := w.cred
-		if err := c.mayCreate(dir); err != nil {
-			return location{}, false, err // may_o_create
-		}
-		cr, ok := dir.node.(Creator)
-		if !ok {
-			return location{}, false, unix.EPERM
-		}
-		mode := c.stripSgid(dir.node, unix.S_IFREG|perm&0o7777) & 0o7777 &^ p.umask.Load()
-		ch := p.ns.dcache.invalidate(dir.node, name)
-		n, err := cr.Create(name, mode, c.fsCred())
-		ch.done()
-		if err == unix.EEXIST && flags&unix.O_EXCL == 0 && retries < 8 {
-			// Another open made the name since the lookup: Linux holds
-			// the directory's lock across both, so open what is there.
-			retries++
-			cur, path = dir, name
-			continue
-		}
-		if err != nil {
-			return location{}, false, err
-		}
-		return location{dir.mnt, n}, true, nil
+		// Create or open the symlink's target, relative to dir.
+		cur, path = dir, target
 	}
+}
+
+// openCreate is lookup_open and open_last_lookups for O_CREAT: the last
+// component name is looked up in dir, and created if it is missing,
+// under dir's lock, so that no other change of the name comes between.
+// A symlink there is not followed: its target is returned for the caller
+// to resolve and create, after the lock is dropped.
+func (p *Proc) openCreate(w *walker, dir location, name string, flags int, perm uint32) (loc location, created bool, target string, err error) {
+	l := p.ns.lockDir(dir.node)
+	defer l.unlock()
+	if err := l.alive(); err != nil {
+		return location{}, false, "", err // lookup_open: IS_DEADDIR
+	}
+	follow := flags&unix.O_NOFOLLOW == 0
+	existing, err := w.step(dir, name, false)
+	if err == nil {
+		if flags&unix.O_EXCL != 0 {
+			return location{}, false, "", unix.EEXIST
+		}
+		rl, isLink := existing.node.(Readlinker)
+		if !isLink {
+			if isDir(existing.node) {
+				return location{}, false, "", errEISDIR // do_open: O_CREAT on a directory
+			}
+			return existing, false, "", nil
+		}
+		if !follow || w.rflags&unix.RESOLVE_NO_SYMLINKS != 0 {
+			return location{}, false, "", unix.ELOOP
+		}
+		w.links++
+		if w.links > maxSymlinks {
+			return location{}, false, "", unix.ELOOP
+		}
+		target, err := rl.Readlink()
+		if err == nil {
+			err = checkPath(target)
+		}
+		return location{}, false, target, err
+	}
+	if err != errENOENT && err != unix.ENOENT {
+		return location{}, false, "", err
+	}
+	if dir.mnt.readonly {
+		return location{}, false, "", unix.EROFS
+	}
+	c := w.cred
+	if err := c.mayCreate(dir, l); err != nil {
+		return location{}, false, "", err // may_o_create
+	}
+	cr, ok := dir.node.(Creator)
+	if !ok {
+		return location{}, false, "", unix.EPERM
+	}
+	mode := c.stripSgid(dir.node, unix.S_IFREG|perm&0o7777) & 0o7777 &^ p.umask.Load()
+	ch := p.ns.dcache.invalidate(dir.node, name)
+	n, err := cr.Create(name, mode, c.fsCred())
+	ch.done()
+	if err != nil {
+		return location{}, false, "", err
+	}
+	return location{dir.mnt, n}, true, "", nil
 }
 
 // openLoc opens the node at loc: do_open, may_open and vfs_open in their
@@ -256,12 +263,8 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 		}
 		return f, err
 	}
-	if co, ok := loc.node.(CredOpener); ok {
-		if h, err = co.OpenCred(flags, c.fsCred()); err != nil {
-			return nil, err
-		}
-	} else if isOpener {
-		if h, err = o.Open(flags); err != nil {
+	if isOpener {
+		if h, err = o.Open(flags, c.fsCred()); err != nil {
 			return nil, err
 		}
 	} else if st.IsDir() {
@@ -276,7 +279,7 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 	if trunc {
 		// Linux truncates in the VFS (handle_truncate), after the checks
 		// above; a caller without CAP_FSETID loses the set-ID bits.
-		if err := setattr(loc.node, c.killPriv(st, SetAttr{Valid: SetSize | SetMtime, Size: 0, Mtime: time.Now()})); err != nil {
+		if err := setattr(loc.node, c.killPriv(st, SetAttr{Valid: SetSize | SetMtime, Size: 0, Mtime: time.Now()}), c); err != nil {
 			if r, ok := h.(Releaser); ok {
 				r.Release()
 			}

@@ -23,32 +23,36 @@ type Node interface {
 	Stat() (Stat, error)
 }
 
-// An Opener is a Node that can be opened. flags are the open(2) flags
-// (unix.O_RDONLY, unix.O_WRONLY, unix.O_RDWR and modifiers); the VFS has
-// already checked the access mode against the node's type and the mount.
-// Open returns the handle that later calls go to. A handle that needs no
-// state may be the node itself.
+// An Opener is a Node that can be opened (Linux's .open). flags are the
+// open(2) flags (unix.O_RDONLY, unix.O_WRONLY, unix.O_RDWR and
+// modifiers); c is the opening process's credentials. Open returns the
+// handle that later calls go to. A handle that needs no state may be the
+// node itself.
+//
+// The VFS holds no lock when it calls Open. It has resolved the path,
+// checked the caller's permission for the access mode (generic_permission,
+// so a driver never checks modes), the access mode against the node's
+// type (EISDIR for writing a directory) and the mount (EROFS), and
+// O_NOATIME's ownership rule. The driver answers what depends on its own
+// state (ENXIO for a device without a driver, EBUSY for an exclusive one).
+//
+// A handle that writes may keep c for the calls it later gets, as Linux's
+// struct file keeps f_cred: ext4 charges a write's blocks to it, so only
+// a privileged opener takes the blocks reserved for root. Linux checks the
+// writing task's credentials at each write; iovfs's Write carries none,
+// so the opener's stand for them, which differs only for a descriptor
+// used by a process with other credentials than the one that opened it
+// (after setuid, or passed on).
 //
 // With O_TRUNC on a regular file the VFS calls Setattr with size 0 after
 // Open, as Linux's handle_truncate does; Open itself does not truncate.
-// Every successful Open is matched by exactly one Release of the
-// handle (when it is a Releaser), even if no descriptor was installed.
+// Every successful Open is matched by exactly one Release of the handle
+// (when it is a Releaser), even if no descriptor was installed. A node
+// that is not an Opener opens as itself (its handle is the node): a
+// directory lists through its DirReader, and a FIFO, socket or device
+// node opens the pipe or the driver registered for its number.
 type Opener interface {
-	Open(flags int) (Handle, error)
-}
-
-// A CredOpener is an Opener whose handles act for a caller: the VFS calls
-// OpenCred instead of Open with the opening process's credentials, and
-// the handle keeps them for the calls it later gets (Linux's f_cred).
-// ext4 charges a write's blocks with them, so that only a privileged
-// caller takes the blocks reserved for root. Linux checks the writing
-// task's credentials at each write; iovfs's Write carries none, so the
-// opener's stand for them, which differs only for a descriptor used by a
-// process with other credentials than the one that opened it (after
-// setuid, or passed on).
-type CredOpener interface {
-	Opener
-	OpenCred(flags int, c Cred) (Handle, error)
+	Open(flags int, c Cred) (Handle, error)
 }
 
 // A Handle is one open instance of a node, as returned by Opener.Open. It
@@ -208,11 +212,31 @@ type Appender interface {
 // file system supports; a missing one gives EPERM, as Linux does for a
 // file system without the operation, or EROFS on a read-only mount.
 //
-// The VFS resolves paths, checks the mount (EROFS, EXDEV, EBUSY) and
-// applies the umask before it calls these. Names are single components:
-// never "", ".", ".." or containing '/', and at most 255 bytes. The file
-// system checks what depends on its own state: EEXIST, ENOENT, ENOTDIR,
-// EISDIR, ENOTEMPTY, ENOSPC.
+// What the VFS guarantees when it calls them (the package documentation
+// has the whole lock order):
+//   - It holds the directory's lock (DirLocker) for the whole call, and
+//     for Rename the locks of both directories and the rename seqlock, so
+//     no other namespace change of the VFS runs in these directories
+//     meanwhile: a driver needs no lock of its own to keep a lookup and
+//     the change it decides atomic, and no rename mutex or ancestor check.
+//   - It has looked the name up under that lock: Create, Mkdir, Mknod,
+//     Symlink and Link are called only for a name that is free, and
+//     Unlink, Rmdir and Rename only for one that exists (a file system
+//     whose entries change behind the VFS, hostfs over a live host tree,
+//     still reports EEXIST and ENOENT from its own state).
+//   - It has checked the caller's permission (write and search on the
+//     parent, the sticky-directory rule), the mount (EROFS, EXDEV, EBUSY),
+//     the names (never "", ".", ".." or containing '/', at most 255
+//     bytes), the types rename(2) and unlink(2) require, rename's
+//     ancestor rules (EINVAL, ENOTEMPTY), and applied the umask.
+//   - c is the caller's credentials: the owner of a new node (its fsuid
+//     and fsgid), and whom to charge space to.
+//
+// The driver answers what depends on its own state: ENOTEMPTY for a
+// directory with entries, ENOSPC, EMLINK, and ENOENT for a directory
+// removed meanwhile by a path the VFS does not see. Lookups and reads
+// (Lookup, Stat, ReadDir) run without the directory's lock, concurrently
+// with these calls, so a driver still protects its own data structures.
 
 // Cred is the identity of the process an operation runs for: the owner
 // a new file is created with (Uid and Gid are its fsuid and fsgid), and
@@ -228,68 +252,81 @@ type Cred struct {
 	Capable bool
 }
 
+// A DirLocker is a directory that carries the lock the VFS takes for it
+// (Linux's i_rwsem, which lives in the inode): a file system embeds a
+// DirLock in its directory type and returns its address, the same for
+// the life of the directory. The VFS takes it around every change of the
+// directory's entries, so changes in different directories run in
+// parallel. The driver never takes it itself. A directory that is not a
+// DirLocker shares one lock with every other such directory of the
+// namespace: correct, but its changes are serialised.
+type DirLocker interface {
+	DirLock() *DirLock
+}
+
 // Creator creates a regular file called name with permission bits mode
-// (already masked), or returns EEXIST if the name is taken.
+// (the umask applied, the set-group-ID bit already dropped where
+// inode_init_owner drops it), owned by c's Uid and Gid, or by the
+// directory's group where the directory is set-group-ID, as the file
+// system decides. It returns the new node.
 type Creator interface {
 	Create(name string, mode uint32, c Cred) (Node, error)
 }
 
-// Mkdirer creates a directory.
+// Mkdirer creates a directory with permission and sticky bits mode (the
+// umask applied), owned by c; the set-group-ID bit and group come from a
+// set-group-ID parent, as the file system decides.
 type Mkdirer interface {
 	Mkdir(name string, mode uint32, c Cred) (Node, error)
 }
 
-// Symlinker creates a symbolic link called name that points at target.
+// Symlinker creates a symbolic link called name that points at target,
+// owned by c. target is not empty and shorter than PATH_MAX.
 type Symlinker interface {
 	Symlink(name, target string, c Cred) (Node, error)
 }
 
 // Linker makes name another hard link to target, a node of the same file
-// system that is not a directory (the VFS checks both).
+// system and mount that is not a directory (the VFS checks both, and
+// fs.protected_hardlinks). A target whose last link went meanwhile gives
+// ENOENT, too many links EMLINK. A new directory block is charged to c.
 type Linker interface {
-	Link(name string, target Node) error
+	Link(name string, target Node, c Cred) error
 }
 
-// A CredLinker is a Linker that acts for the caller's credentials (a new
-// directory block is charged to them): the VFS calls LinkCred instead of
-// Link.
-type CredLinker interface {
-	Linker
-	LinkCred(name string, target Node, c Cred) error
-}
-
-// Unlinker removes the name of a non-directory; a directory gives EISDIR.
+// Unlinker removes name, a non-directory (the VFS has checked its type).
+// The node lives on while it is open.
 type Unlinker interface {
-	Unlink(name string) error
+	Unlink(name string, c Cred) error
 }
 
-// Rmdirer removes an empty directory: ENOTEMPTY if it has entries, ENOTDIR
-// if name is not a directory.
+// Rmdirer removes name, a directory (the VFS has checked its type and
+// that it is no mount point): ENOTEMPTY if it has entries. The VFS also
+// holds the victim's own lock, so no create in it runs meanwhile.
 type Rmdirer interface {
-	Rmdir(name string) error
+	Rmdir(name string, c Cred) error
 }
 
 // Renamer moves oldName in this directory to newName in newDir, a
-// directory of the same file system, with rename(2)'s rules: a file
-// replaces a file; a directory replaces an empty directory (ENOTEMPTY
-// otherwise); a directory onto a file gives ENOTDIR; a file onto a
-// directory gives EISDIR; if both names are links to the same node it does
-// nothing. The VFS has already refused moving a directory into its own
-// subtree (EINVAL) and renames across mounts (EXDEV).
+// directory of the same mount, with rename(2)'s rules and renameat2(2)'s
+// flags. The VFS holds the rename seqlock and both directories' locks
+// (and the lock of a directory being replaced), has looked both names up,
+// and has checked: that oldName exists; the flag combinations (EINVAL);
+// RENAME_NOREPLACE against an existing newName (EEXIST); RENAME_EXCHANGE
+// against a missing one (ENOENT); the types (a directory onto a
+// non-directory ENOTDIR, a non-directory onto a directory EISDIR); that
+// no directory moves into its own subtree (EINVAL) and no ancestor of
+// the source is replaced (ENOTEMPTY); mount points (EBUSY); permissions.
+// It does not call Rename when both names are links to one node.
+//
+// The driver replaces a file, or an empty directory (ENOTEMPTY
+// otherwise); with unix.RENAME_EXCHANGE it swaps the two entries whatever
+// their types; with unix.RENAME_WHITEOUT it leaves a whiteout (a
+// character device 0:0, owned by c) at oldName. A flag it does not
+// support gives EINVAL, as Linux answers for a file system without the
+// flag.
 type Renamer interface {
-	Rename(oldName string, newDir Node, newName string) error
-}
-
-// RenameFlagser is a directory that can rename with renameat2(2)'s flags.
-// RenameFlags is Rename with flags: unix.RENAME_EXCHANGE swaps the two
-// entries, both of which must exist (ENOENT otherwise), whatever their
-// types; unix.RENAME_NOREPLACE gives EEXIST if newName exists;
-// unix.RENAME_WHITEOUT leaves a whiteout (a character device 0:0) at
-// oldName, owned by c. The VFS has checked the flag combinations (EINVAL) and the
-// permissions. A directory without it gets EINVAL for any flag, as Linux
-// answers for a file system without the flag.
-type RenameFlagser interface {
-	RenameFlags(oldName string, newDir Node, newName string, flags uint, c Cred) error
+	Rename(oldName string, newDir Node, newName string, flags uint, c Cred) error
 }
 
 // Dirent is one directory entry, as getdents64 reports it.
@@ -354,7 +391,14 @@ const (
 	SetGid
 )
 
-// Setattrer changes a node's attributes (chmod, truncate, utimes, chown).
+// Setattrer changes a node's attributes (chmod, truncate, utimes, chown),
+// Linux's .setattr. The VFS has checked the caller's permission for each
+// change (setattr_prepare: owner or CAP_FOWNER, CAP_CHOWN, write access
+// for a size or for times set to now), the mount (EROFS), and folded in
+// the set-ID bits a change drops (should_remove_suid); c is the caller,
+// whom a larger size is charged to (ext4's root reserve). It holds no
+// lock: the driver serialises changes of one node itself.
+//
 // Changing the size of a directory gives EISDIR, of another non-regular
 // file EINVAL. A size past the file system's limit gives EFBIG or ENOSPC.
 // Every change sets ctime; a SetSize alone may leave the times as they
@@ -362,7 +406,7 @@ const (
 // of an empty file): ftruncate and O_TRUNC add SetMtime with the current
 // time, as Linux adds ATTR_MTIME|ATTR_CTIME.
 type Setattrer interface {
-	Setattr(a SetAttr) error
+	Setattr(a SetAttr, c Cred) error
 }
 
 // PermAttrer is a node that reports the attributes permission checks
@@ -403,28 +447,23 @@ type DataSyncer interface {
 // the mount (EROFS) and the offsets (EINVAL, EFBIG); the driver answers
 // what depends on its own state: EOPNOTSUPP for a mode it lacks, ENOSPC,
 // ENODEV for a file type it cannot allocate.
+//
+// c is the calling process's credentials, whom new blocks are charged to.
 type Fallocater interface {
-	Fallocate(mode uint32, off, length int64) error
+	Fallocate(mode uint32, off, length int64, c Cred) error
 }
 
 // XattrSetter is a node whose extended attributes can be changed.
 // Setxattr honours unix.XATTR_CREATE (EEXIST if present) and
 // unix.XATTR_REPLACE (ENODATA if absent); Removexattr gives ENODATA for a
 // missing name. The VFS has checked the name's length (ERANGE), the value's
-// size (E2BIG), the mount (EROFS) and the caller's permission; the file
-// system applies its own namespace rules and limits (EOPNOTSUPP, EPERM,
-// ENOSPC).
+// size (E2BIG), the mount (EROFS) and the caller's permission (xattr.go's
+// namespace rules); it holds no lock. c is the caller, whom a new xattr
+// block is charged to. The file system applies its own namespace rules
+// and limits (EOPNOTSUPP, EPERM, ENOSPC).
 type XattrSetter interface {
-	Setxattr(name string, data []byte, flags int) error
-	Removexattr(name string) error
-}
-
-// A CredXattrSetter is an XattrSetter that acts for the caller's
-// credentials (a new xattr block is charged to them): the VFS calls
-// SetxattrCred instead of Setxattr.
-type CredXattrSetter interface {
-	XattrSetter
-	SetxattrCred(name string, data []byte, flags int, c Cred) error
+	Setxattr(name string, data []byte, flags int, c Cred) error
+	Removexattr(name string, c Cred) error
 }
 
 // Statfser is a FileSystem that reports statfs(2) figures: type magic,

@@ -115,7 +115,13 @@ func (c *creds) mayLookup(loc location) error {
 // mayCreate is may_create: write and search permission on the directory
 // that gets the new name (EEXIST and the dead-directory ENOENT are the
 // file system's).
-func (c *creds) mayCreate(dir location) error {
+//
+// l is dir's lock, held: a directory removed meanwhile gives ENOENT
+// before the permission check, as may_create's IS_DEADDIR does.
+func (c *creds) mayCreate(dir location, l *DirLock) error {
+	if err := l.alive(); err != nil {
+		return err
+	}
 	return c.permission(dir, MayWrite|MayExec)
 }
 

@@ -27,7 +27,7 @@ func (p *Proc) removePrivs(f *file) {
 		m &^= unix.S_ISGID
 	}
 	if m != mode {
-		setattr(f.node, SetAttr{Valid: SetMode, Mode: m & 0o7777})
+		setattr(f.node, SetAttr{Valid: SetMode, Mode: m & 0o7777}, c)
 	}
 }
 

@@ -30,50 +30,95 @@ func (p *Proc) Renameat2(olddirfd int, oldpath string, newdirfd int, newpath str
 	return pathErr("renameat2", oldpath, p.rename(olddirfd, oldpath, newdirfd, newpath, flags))
 }
 
-// rename is do_renameat2 and vfs_rename, in their order of checks.
+// renameOp is one rename between its check phases: the two parents and
+// names as walked, then the nodes looked up under the parents' locks.
+type renameOp struct {
+	flags          uint
+	odir, ndir     location
+	oname, nname   string
+	otrail, ntrail bool
+	old, target    location // target.node is nil when newpath is free
+	oldIsDir       bool
+	newIsDir       bool
+}
+
+// rename is do_renameat2 and vfs_rename, in their order of checks: the
+// flags and names, then under the parents' locks and the rename seqlock
+// the lookups and rename's own rules, the caller's permissions, and the
+// change.
 func (p *Proc) rename(olddirfd int, oldpath string, newdirfd int, newpath string, flags uint) error {
 	if flags&^renameFlags != 0 {
 		return errEINVAL
 	}
-	exchange := flags&unix.RENAME_EXCHANGE != 0
-	if exchange && flags&(unix.RENAME_NOREPLACE|unix.RENAME_WHITEOUT) != 0 {
+	if flags&unix.RENAME_EXCHANGE != 0 && flags&(unix.RENAME_NOREPLACE|unix.RENAME_WHITEOUT) != 0 {
 		return errEINVAL
 	}
-	odir, oname, otrail, err := p.walkParentAt(olddirfd, oldpath)
-	if err != nil {
+	r := renameOp{flags: flags}
+	var err error
+	if r.odir, r.oname, r.otrail, err = p.walkParentAt(olddirfd, oldpath); err != nil {
 		return err
 	}
-	ndir, nname, ntrail, err := p.walkParentAt(newdirfd, newpath)
-	if err != nil {
+	if r.ndir, r.nname, r.ntrail, err = p.walkParentAt(newdirfd, newpath); err != nil {
 		return err
 	}
-	if odir.mnt != ndir.mnt {
+	if err := r.checkNames(); err != nil {
+		return err
+	}
+	la, lb := p.ns.lockRename(r.odir, r.ndir)
+	defer p.ns.unlockRename(la, lb)
+	p.ns.rename.writeBegin()
+	defer p.ns.rename.writeEnd()
+	if err := p.ns.lookupRename(&r); err != nil || r.target.node == r.old.node {
+		return err // nil: the same file under both names
+	}
+	c := p.cred.Load()
+	if err := c.mayRename(&r, lb); err != nil {
+		return err
+	}
+	return p.renameLocked(&r, c, la, lb)
+}
+
+// checkNames is do_renameat2's checks before any lock: the two parents'
+// mounts (EXDEV), the last components' form (EBUSY, or EEXIST under
+// RENAME_NOREPLACE), and the mount (EROFS).
+func (r *renameOp) checkNames() error {
+	if r.odir.mnt != r.ndir.mnt {
 		return unix.EXDEV
 	}
-	if !isNormal(oname) {
+	if !isNormal(r.oname) {
 		return unix.EBUSY
 	}
-	if !isNormal(nname) {
-		if flags&unix.RENAME_NOREPLACE != 0 {
+	if !isNormal(r.nname) {
+		if r.flags&unix.RENAME_NOREPLACE != 0 {
 			return unix.EEXIST
 		}
 		return unix.EBUSY
 	}
-	if odir.mnt.readonly {
+	if r.odir.mnt.readonly {
 		return unix.EROFS
 	}
-	oldNode, err := lookupChild(odir, oname)
+	return nil
+}
+
+// lookupRename looks both names up, with the parents locked, and applies
+// rename's rules on what it found: ENOENT for a missing source (or target
+// under RENAME_EXCHANGE), EEXIST under RENAME_NOREPLACE, ENOTDIR for a
+// trailing slash on a non-directory, EINVAL for moving a directory into
+// its own subtree and ENOTEMPTY for replacing an ancestor of the source
+// (lock_rename's trap).
+func (ns *Namespace) lookupRename(r *renameOp) error {
+	exchange := r.flags&unix.RENAME_EXCHANGE != 0
+	oldNode, err := lookupChild(r.odir, r.oname)
 	if err != nil {
 		return err
 	}
-	old := location{odir.mnt, oldNode}
-	var target location
-	switch newNode, err := lookupChild(ndir, nname); {
+	r.old = location{r.odir.mnt, oldNode}
+	switch newNode, err := lookupChild(r.ndir, r.nname); {
 	case err == nil:
-		if flags&unix.RENAME_NOREPLACE != 0 {
+		if r.flags&unix.RENAME_NOREPLACE != 0 {
 			return unix.EEXIST
 		}
-		target = location{ndir.mnt, newNode}
+		r.target = location{r.ndir.mnt, newNode}
 	case err == errENOENT || err == unix.ENOENT:
 		if exchange {
 			return err
@@ -81,78 +126,84 @@ func (p *Proc) rename(olddirfd int, oldpath string, newdirfd int, newpath string
 	default:
 		return err
 	}
-	oldIsDir := isDir(old.node)
-	newIsDir := target.node != nil && isDir(target.node)
-	if exchange && !newIsDir && ntrail {
+	r.oldIsDir = isDir(r.old.node)
+	r.newIsDir = r.target.node != nil && isDir(r.target.node)
+	if exchange && !r.newIsDir && r.ntrail {
 		return errENOTDIR
 	}
-	if !oldIsDir && (otrail || !exchange && ntrail) {
+	if !r.oldIsDir && (r.otrail || !exchange && r.ntrail) {
 		return errENOTDIR
 	}
-	if oldIsDir && p.ns.isAncestor(old, ndir) {
+	if r.oldIsDir && ns.isAncestor(r.old, r.ndir) {
 		return errEINVAL // the source is an ancestor of the target
 	}
-	if target.node != nil && newIsDir && p.ns.isAncestor(target, odir) {
+	if r.target.node != nil && r.newIsDir && ns.isAncestor(r.target, r.odir) {
 		if exchange {
 			return errEINVAL
 		}
 		return unix.ENOTEMPTY // the target is an ancestor of the source
 	}
-	if target.node == old.node {
-		return nil // the same file under both names
-	}
-	c := p.cred.Load()
-	if err := c.mayDelete(odir, old.node, oldIsDir); err != nil {
+	return nil
+}
+
+// mayRename is vfs_rename's permission checks: may_delete of the source,
+// may_create or may_delete of the target (lb is the new parent's lock,
+// for a removed parent's ENOENT), and write permission on a directory
+// whose ".." a move to another parent rewrites.
+func (c *creds) mayRename(r *renameOp, lb *DirLock) error {
+	if err := c.mayDelete(r.odir, r.old.node, r.oldIsDir); err != nil {
 		return err
 	}
-	if target.node == nil {
-		err = c.mayCreate(ndir)
-	} else if exchange {
-		err = c.mayDelete(ndir, target.node, newIsDir)
-	} else {
-		err = c.mayDelete(ndir, target.node, oldIsDir)
+	var err error
+	switch {
+	case r.target.node == nil:
+		err = c.mayCreate(r.ndir, lb)
+	case r.flags&unix.RENAME_EXCHANGE != 0:
+		err = c.mayDelete(r.ndir, r.target.node, r.newIsDir)
+	default:
+		err = c.mayDelete(r.ndir, r.target.node, r.oldIsDir)
 	}
 	if err != nil {
 		return err
 	}
-	if odir.node != ndir.node {
-		// The ".." of a directory that changes parent is rewritten.
-		if oldIsDir {
-			if err := c.permission(old, MayWrite); err != nil {
+	if r.odir.node != r.ndir.node {
+		if r.oldIsDir {
+			if err := c.permission(r.old, MayWrite); err != nil {
 				return err
 			}
 		}
-		if exchange && newIsDir {
-			if err := c.permission(target, MayWrite); err != nil {
+		if r.flags&unix.RENAME_EXCHANGE != 0 && r.newIsDir {
+			if err := c.permission(r.target, MayWrite); err != nil {
 				return err
 			}
 		}
 	}
-	if p.ns.isMountpoint(odir.mnt, old.node) || target.node != nil && p.ns.isMountpoint(ndir.mnt, target.node) {
-		return unix.EBUSY
-	}
-	p.ns.rename.writeBegin()
-	defer p.ns.rename.writeEnd()
-	if flags != 0 {
-		r, ok := odir.node.(RenameFlagser)
-		if !ok {
-			return errEINVAL
-		}
-		defer p.ns.dcache.invalidate2(odir.node, oname, ndir.node, nname).done()
-		return r.RenameFlags(oname, ndir.node, nname, flags, c.fsCred())
-	}
-	r, ok := odir.node.(Renamer)
+	return nil
+}
+
+// renameLocked is the change: EPERM for a file system without rename,
+// EBUSY for a mount point (checked under the lock of a directory being
+// replaced, which a mount on it takes too), then the driver's Rename
+// with the dentry cache invalidated for both names. A directory replaced
+// by the rename is dead afterwards.
+func (p *Proc) renameLocked(r *renameOp, c *creds, la, lb *DirLock) error {
+	rn, ok := r.odir.node.(Renamer)
 	if !ok {
 		return unix.EPERM
 	}
-	defer p.ns.dcache.invalidate2(odir.node, oname, ndir.node, nname).done()
-	if rf, ok := r.(RenameFlagser); ok {
-		// With flags 0 a RenameFlagser renames as Rename does, and
-		// gets the caller's credentials (a directory block it adds is
-		// charged to them).
-		return rf.RenameFlags(oname, ndir.node, nname, 0, c.fsCred())
+	var vl *DirLock
+	if r.newIsDir && r.flags&unix.RENAME_EXCHANGE == 0 {
+		vl = p.ns.lockVictim(r.target.node, la, lb)
 	}
-	return r.Rename(oname, ndir.node, nname)
+	if p.ns.isMountpoint(r.odir.mnt, r.old.node) || r.target.node != nil && p.ns.isMountpoint(r.ndir.mnt, r.target.node) {
+		vl.kill(false)
+		return unix.EBUSY
+	}
+	ch := p.ns.dcache.invalidate2(r.odir.node, r.oname, r.ndir.node, r.nname)
+	err := rn.Rename(r.oname, r.ndir.node, r.nname, r.flags, c.fsCred())
+	ch.done()
+	vl.kill(err == nil)
+	return err
 }
 
 func isNormal(name string) bool { return name != "" && name != "." && name != ".." }

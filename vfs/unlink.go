@@ -40,8 +40,8 @@ func lookupChild(dir location, name string) (Node, error) {
 	return lk.Lookup(name)
 }
 
-// unlink is do_unlinkat: EISDIR for "." and "..", EROFS, the lookup,
-// a trailing slash, then may_delete.
+// unlink is do_unlinkat: EISDIR for "." and "..", EROFS, then under the
+// parent's lock the lookup, a trailing slash, may_delete and the change.
 func (p *Proc) unlink(dirfd int, path string) error {
 	dir, name, trailing, err := p.walkParentAt(dirfd, path)
 	if err != nil {
@@ -56,6 +56,8 @@ func (p *Proc) unlink(dirfd int, path string) error {
 	if len(name) > maxName {
 		return unix.ENAMETOOLONG
 	}
+	l := p.ns.lockDir(dir.node)
+	defer l.unlock()
 	victim, err := lookupChild(dir, name)
 	if err != nil {
 		return err
@@ -74,11 +76,13 @@ func (p *Proc) unlink(dirfd int, path string) error {
 		return unix.EPERM
 	}
 	defer p.ns.dcache.invalidate(dir.node, name).done()
-	return u.Unlink(name)
+	return u.Unlink(name, p.cred.Load().fsCred())
 }
 
-// rmdir is do_rmdir: the "."/".."/root names, EROFS, the lookup, then
-// may_delete, then EBUSY for a mount point.
+// rmdir is do_rmdir: the "."/".."/root names, EROFS, then under the
+// parent's lock the lookup, may_delete, EBUSY for a mount point, and
+// under the victim's lock too the change, after which the victim is dead
+// (nothing can be created in it).
 func (p *Proc) rmdir(dirfd int, path string) error {
 	dir, name, _, err := p.walkParentAt(dirfd, path)
 	if err != nil {
@@ -98,20 +102,29 @@ func (p *Proc) rmdir(dirfd int, path string) error {
 	if len(name) > maxName {
 		return unix.ENAMETOOLONG
 	}
+	l := p.ns.lockDir(dir.node)
+	defer l.unlock()
 	victim, err := lookupChild(dir, name)
 	if err != nil {
 		return err
 	}
-	if err := p.cred.Load().mayDelete(dir, victim, true); err != nil {
+	c := p.cred.Load()
+	if err := c.mayDelete(dir, victim, true); err != nil {
 		return err
-	}
-	if p.ns.isMountpoint(dir.mnt, victim) {
-		return unix.EBUSY
 	}
 	r, ok := dir.node.(Rmdirer)
 	if !ok {
 		return unix.EPERM
 	}
+	// The mount check is made under the victim's lock, which a mount on
+	// it takes too (lock_mount).
+	vl := p.ns.lockVictim(victim, l, l)
+	if p.ns.isMountpoint(dir.mnt, victim) {
+		vl.kill(false)
+		return unix.EBUSY
+	}
 	defer p.ns.dcache.invalidate(dir.node, name).done()
-	return r.Rmdir(name)
+	err = r.Rmdir(name, c.fsCred())
+	vl.kill(err == nil)
+	return err
 }

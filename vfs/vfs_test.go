@@ -85,7 +85,7 @@ func (f *memFile) writeLocked(p []byte, off int64) (int, error) {
 // scalarFile has only the scalar methods.
 type scalarFile struct{ *memFile }
 
-func (f scalarFile) Open(int) (vfs.Handle, error) { return f, nil }
+func (f scalarFile) Open(int, vfs.Cred) (vfs.Handle, error) { return f, nil }
 func (f scalarFile) Read(p []byte, off int64) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -111,7 +111,7 @@ func (f scalarFile) Append(src iov.Iter) (int64, int, error) {
 // iterFile has only the vectored methods.
 type iterFile struct{ *memFile }
 
-func (f iterFile) Open(int) (vfs.Handle, error) { return f, nil }
+func (f iterFile) Open(int, vfs.Cred) (vfs.Handle, error) { return f, nil }
 func (f iterFile) ReadIter(dst iov.Iter, off int64) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -132,7 +132,7 @@ func (f iterFile) WriteIter(src iov.Iter, off int64) (int, error) {
 // bothFile has both.
 type bothFile struct{ *memFile }
 
-func (f bothFile) Open(int) (vfs.Handle, error) { return f, nil }
+func (f bothFile) Open(int, vfs.Cred) (vfs.Handle, error) { return f, nil }
 func (f bothFile) Read(p []byte, off int64) (int, error) {
 	return scalarFile(f).Read(p, off)
 }
@@ -152,8 +152,8 @@ func (f bothFile) Append(src iov.Iter) (int64, int, error) {
 // streamFile cannot seek.
 type streamFile struct{ scalarFile }
 
-func (f streamFile) Open(int) (vfs.Handle, error) { return f, nil }
-func (streamFile) Stream()                        {}
+func (f streamFile) Open(int, vfs.Cred) (vfs.Handle, error) { return f, nil }
+func (streamFile) Stream()                                  {}
 
 type setup struct {
 	p                  *vfs.Proc

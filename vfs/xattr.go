@@ -131,13 +131,11 @@ func (p *Proc) setxattrAt(m *mount, n Node, name string, data []byte, flags int,
 	if !ok {
 		return errEOPNOTSUP
 	}
+	c := p.cred.Load().fsCred()
 	if remove {
-		return x.Removexattr(name)
+		return x.Removexattr(name, c)
 	}
-	if cx, ok := x.(CredXattrSetter); ok {
-		return cx.SetxattrCred(name, data, flags, p.cred.Load().fsCred())
-	}
-	return x.Setxattr(name, data, flags)
+	return x.Setxattr(name, data, flags, c)
 }
 
 // Setxattr sets the extended attribute name of the file at path, following

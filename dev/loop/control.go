@@ -55,7 +55,7 @@ func (c *Control) DevInfo() (uint32, uint64) {
 }
 
 // Open implements vfs.Opener.
-func (c *Control) Open(int) (vfs.Handle, error) { return ctlHandle{c}, nil }
+func (c *Control) Open(int, vfs.Cred) (vfs.Handle, error) { return ctlHandle{c}, nil }
 
 type ctlHandle struct{ c *Control }
 

@@ -143,7 +143,7 @@ func (d *Device) DevInfo() (uint32, uint64) {
 // Open implements vfs.Opener. Opening works whether the device is bound
 // or not (an unbound device has size 0), except during rundown or after
 // removal, which give ENXIO as Linux's lo_open does.
-func (d *Device) Open(flags int) (vfs.Handle, error) {
+func (d *Device) Open(flags int, _ vfs.Cred) (vfs.Handle, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.state == rundown || d.removed {

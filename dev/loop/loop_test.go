@@ -495,10 +495,10 @@ func TestLoopOverLoop(t *testing.T) {
 // and nothing at all from offset stop on, to test the retry rules.
 type shortDev struct{ stop int64 }
 
-func (d *shortDev) DevInfo() (uint32, uint64)    { return unix.S_IFBLK | 0o600, vfs.Mkdev(240, 0) }
-func (d *shortDev) Size() int64                  { return 1 << 20 }
-func (d *shortDev) Open(int) (vfs.Handle, error) { return d, nil }
-func (d *shortDev) Stat() (vfs.Stat, error)      { return vfs.Stat{Mode: unix.S_IFBLK, Size: 1 << 20}, nil }
+func (d *shortDev) DevInfo() (uint32, uint64)              { return unix.S_IFBLK | 0o600, vfs.Mkdev(240, 0) }
+func (d *shortDev) Size() int64                            { return 1 << 20 }
+func (d *shortDev) Open(int, vfs.Cred) (vfs.Handle, error) { return d, nil }
+func (d *shortDev) Stat() (vfs.Stat, error)                { return vfs.Stat{Mode: unix.S_IFBLK, Size: 1 << 20}, nil }
 func (d *shortDev) Read(p []byte, off int64) (int, error) {
 	if off >= d.stop {
 		return 0, nil

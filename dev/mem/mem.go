@@ -29,11 +29,11 @@ func charDev(minor uint32) (uint32, uint64) {
 // both are trivial, and the scalar ones keep read(2) off the vector path.
 type Null struct{}
 
-func (Null) Open(int) (vfs.Handle, error)          { return Null{}, nil }
-func (Null) DevInfo() (uint32, uint64)             { return charDev(3) }
-func (Null) Read([]byte, int64) (int, error)       { return 0, nil }
-func (Null) ReadIter(iov.Iter, int64) (int, error) { return 0, nil }
-func (Null) Write(p []byte, _ int64) (int, error)  { return len(p), nil }
+func (Null) Open(int, vfs.Cred) (vfs.Handle, error) { return Null{}, nil }
+func (Null) DevInfo() (uint32, uint64)              { return charDev(3) }
+func (Null) Read([]byte, int64) (int, error)        { return 0, nil }
+func (Null) ReadIter(iov.Iter, int64) (int, error)  { return 0, nil }
+func (Null) Write(p []byte, _ int64) (int, error)   { return len(p), nil }
 func (Null) WriteIter(src iov.Iter, _ int64) (int, error) {
 	return src.Len(), nil
 }
@@ -51,8 +51,8 @@ func (Null) Discard()      {}
 // dd bs=4k.
 type Zero struct{}
 
-func (Zero) Open(int) (vfs.Handle, error) { return Zero{}, nil }
-func (Zero) DevInfo() (uint32, uint64)    { return charDev(5) }
+func (Zero) Open(int, vfs.Cred) (vfs.Handle, error) { return Zero{}, nil }
+func (Zero) DevInfo() (uint32, uint64)              { return charDev(5) }
 func (Zero) Read(p []byte, _ int64) (int, error) {
 	clear(p)
 	return len(p), nil
@@ -77,8 +77,8 @@ func (Zero) Discard() {}
 // (iovfs bench zero, variant iter-wrap); the default /dev does not use it.
 type VecZero struct{}
 
-func (VecZero) Open(int) (vfs.Handle, error) { return VecZero{}, nil }
-func (VecZero) DevInfo() (uint32, uint64)    { return charDev(5) }
+func (VecZero) Open(int, vfs.Cred) (vfs.Handle, error) { return VecZero{}, nil }
+func (VecZero) DevInfo() (uint32, uint64)              { return charDev(5) }
 func (VecZero) ReadIter(dst iov.Iter, _ int64) (int, error) {
 	return iov.ZeroAll(dst), nil
 }
@@ -94,8 +94,8 @@ func (VecZero) Discard()      {}
 // scalar write (write_full), and no FMODE_NOWAIT.
 type Full struct{}
 
-func (Full) Open(int) (vfs.Handle, error) { return Full{}, nil }
-func (Full) DevInfo() (uint32, uint64)    { return charDev(7) }
+func (Full) Open(int, vfs.Cred) (vfs.Handle, error) { return Full{}, nil }
+func (Full) DevInfo() (uint32, uint64)              { return charDev(7) }
 func (Full) ReadIter(dst iov.Iter, _ int64) (int, error) {
 	return iov.ZeroAll(dst), nil
 }
@@ -116,8 +116,8 @@ type Random struct {
 	Minor uint32
 }
 
-func (r Random) Open(int) (vfs.Handle, error) { return r, nil }
-func (r Random) DevInfo() (uint32, uint64)    { return charDev(r.Minor) }
+func (r Random) Open(int, vfs.Cred) (vfs.Handle, error) { return r, nil }
+func (r Random) DevInfo() (uint32, uint64)              { return charDev(r.Minor) }
 func (Random) ReadIter(dst iov.Iter, _ int64) (int, error) {
 	n := dst.Len()
 	for dst.Len() > 0 {

@@ -82,7 +82,7 @@ func (d *Disk) DevInfo() (uint32, uint64) {
 }
 
 // Open implements vfs.Opener. Any access mode is allowed.
-func (d *Disk) Open(int) (vfs.Handle, error) {
+func (d *Disk) Open(int, vfs.Cred) (vfs.Handle, error) {
 	d.bytes()
 	return block.NewFile(d, nil), nil
 }

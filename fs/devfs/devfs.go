@@ -148,7 +148,7 @@ func (n *node) Stat() (vfs.Stat, error) {
 	return st, nil
 }
 
-func (n *node) Open(flags int) (vfs.Handle, error) { return n.dev.Open(flags) }
+func (n *node) Open(flags int, c vfs.Cred) (vfs.Handle, error) { return n.dev.Open(flags, c) }
 
 // Statfs implements vfs.Statfser. Linux's /dev is devtmpfs, a tmpfs: it
 // reports TMPFS_MAGIC, 4 KiB blocks and 255-byte names. devfs holds no

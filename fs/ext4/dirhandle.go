@@ -90,13 +90,26 @@ func (h *dirHandle) Llseek(pos, off int64, whence int) (np int64, err error) {
 
 // Open implements vfs.Opener for a read-only mount's directory: its
 // listing comes from its cached listing when it has one.
-func (d *dirNode) Open(flags int) (vfs.Handle, error) {
+func (d *dirNode) Open(flags int, _ vfs.Cred) (vfs.Handle, error) {
 	return &dirHandle{ro: d}, nil
 }
 
 // Open implements vfs.Opener for a read-write mount's directory: every
 // call reads the inode afresh under the Writer's lock, and a change to a
 // directory since the last fill makes the listing read it again.
-func (d *rwDir) Open(flags int) (vfs.Handle, error) {
+//
+// The handle holds the inode, so a directory removed while it is open
+// stays an orphan until Release.
+func (d *rwDir) Open(flags int, _ vfs.Cred) (vfs.Handle, error) {
+	d.fs.w.Hold(d.ino)
 	return &dirHandle{rw: d}, nil
+}
+
+// Release implements vfs.Releaser: a read-write mount's directory drops
+// its hold, freeing a directory removed while open.
+func (h *dirHandle) Release() error {
+	if h.rw == nil {
+		return nil
+	}
+	return h.rw.fs.unhold(h.rw.ino)
 }

@@ -137,7 +137,7 @@ type fileNode struct{ nodeBase }
 // Open implements vfs.Opener. The VFS has already refused write access on
 // the read-only mount (EROFS). The handle's shape is fixed here, once, by
 // the mount's read path (ARCHITECTURE: the path is chosen at open).
-func (f *fileNode) Open(flags int) (vfs.Handle, error) {
+func (f *fileNode) Open(flags int, _ vfs.Cred) (vfs.Handle, error) {
 	h := &handle{fs: f.fs, in: f.in}
 	switch f.fs.opts.path {
 	case ReadIterWrap:

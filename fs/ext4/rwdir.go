@@ -713,7 +713,7 @@ func (w *Writer) remove(dir uint32, name string, wantDir bool) error {
 // when none is left; a directory's parent loses the link of its "..".
 func (w *Writer) dropLink(parent, ino uint32, raw []byte, isDir bool, now time.Time) error {
 	if isDir {
-		if err := w.releaseInode(ino, raw, true); err != nil {
+		if err := w.dropDir(ino, raw, now); err != nil {
 			return err
 		}
 		draw, err := w.getInode(parent)
@@ -736,6 +736,27 @@ func (w *Writer) dropLink(parent, ino uint32, raw []byte, isDir bool, now time.T
 			return w.putInode(ino, raw)
 		}
 		return w.releaseInode(ino, raw, false)
+	}
+	return w.putInode(ino, raw)
+}
+
+// dropDir frees removed directory ino, or, while it is open (Hold), makes
+// it an orphan that the last Unhold frees, as ext4_rmdir does (clear_nlink,
+// i_size 0, ext4_orphan_add): an open directory stays valid, empty, until
+// its last close.
+func (w *Writer) dropDir(ino uint32, raw []byte, now time.Time) error {
+	if w.held[ino] == 0 {
+		return w.releaseInode(ino, raw, true)
+	}
+	w.dirChanged(ino)
+	delete(w.dirs, ino)
+	delete(w.newInline, ino)
+	setILinks(raw, 0)
+	setISize(raw, 0)
+	touch(raw, now, tCtime)
+	w.orphan[ino] = true
+	if err := w.orphanAdd(ino, raw); err != nil {
+		return err
 	}
 	return w.putInode(ino, raw)
 }

@@ -373,7 +373,13 @@ func (w *Writer) writePartial(blk uint64, within int, data []byte, fresh bool) e
 // smaller size and zeroing the rest of its last block, as truncate(2).
 // Errors: EISDIR, EINVAL (other types, negative size), EFBIG.
 func (w *Writer) Truncate(ino uint32, size int64) error {
-	if err := w.lock(); err != nil {
+	return w.truncateAs(nil, ino, size)
+}
+
+// truncateAs is Truncate acting for c (see lockAs): an extent split it
+// needs a block for is charged to c.
+func (w *Writer) truncateAs(c *Caller, ino uint32, size int64) error {
+	if err := w.lockAs(c); err != nil {
 		return err
 	}
 	defer w.unlock()

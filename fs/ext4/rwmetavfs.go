@@ -12,29 +12,20 @@ import (
 	"github.com/iovfs/iovfs/vfs"
 )
 
-// Setxattr implements vfs.XattrSetter (see Writer.Setxattr).
-func (n *rwBase) Setxattr(name string, data []byte, flags int) error {
-	return n.setxattr(nil, name, data, flags)
-}
-
-// SetxattrCred implements vfs.CredXattrSetter: Setxattr acting for c.
-func (n *rwBase) SetxattrCred(name string, data []byte, flags int, c vfs.Cred) error {
-	cl := callerOf(c)
-	return n.setxattr(&cl, name, data, flags)
-}
-
-// setxattr is Setxattr acting for c (nil: the Writer's Caller); nil data
-// is an empty value, as Writer.Setxattr takes it.
-func (n *rwBase) setxattr(c *Caller, name string, data []byte, flags int) error {
+// Setxattr implements vfs.XattrSetter (see Writer.Setxattr), acting for
+// c; nil data is an empty value, as Writer.Setxattr takes it.
+func (n *rwBase) Setxattr(name string, data []byte, flags int, c vfs.Cred) error {
 	if data == nil {
 		data = []byte{}
 	}
-	return n.fs.check("ext4_xattr_set", n.fs.w.setXattr(c, n.ino, name, data, flags))
+	cl := callerOf(c)
+	return n.fs.check("ext4_xattr_set", n.fs.w.setXattr(&cl, n.ino, name, data, flags))
 }
 
-// Removexattr implements vfs.XattrSetter.
-func (n *rwBase) Removexattr(name string) error {
-	return n.fs.check("ext4_xattr_set", n.fs.w.Removexattr(n.ino, name))
+// Removexattr implements vfs.XattrSetter, acting for c.
+func (n *rwBase) Removexattr(name string, c vfs.Cred) error {
+	cl := callerOf(c)
+	return n.fs.check("ext4_xattr_set", n.fs.w.setXattr(&cl, n.ino, name, nil, 2)) // XATTR_REPLACE, as __vfs_removexattr
 }
 
 // Mknod implements vfs.Mknoder: FIFOs, sockets and devices (a regular

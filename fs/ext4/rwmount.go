@@ -252,11 +252,34 @@ func (n *rwBase) Stat() (vfs.Stat, error) {
 	return st, n.fs.check("ext4_getattr", err)
 }
 
-// Setattr implements vfs.Setattrer.
-func (n *rwBase) Setattr(a vfs.SetAttr) error {
+// OpenPath implements vfs.PathOpener: an O_PATH open (or one of a FIFO or
+// device node) holds the inode as an open file does, so one unlinked
+// meanwhile stays an orphan until the last such file closes.
+func (n *rwBase) OpenPath() (vfs.Releaser, error) {
+	n.fs.w.Hold(n.ino)
+	return pathHold{n}, nil
+}
+
+// pathHold is OpenPath's hold.
+type pathHold struct{ n *rwBase }
+
+// Release implements vfs.Releaser.
+func (h pathHold) Release() error { return h.n.fs.unhold(h.n.ino) }
+
+// unhold ends a Hold of ino, freeing an orphan at the last one, and lets
+// the node go once the inode is gone.
+func (fs *rwFS) unhold(ino uint32) error {
+	err := fs.w.Unhold(ino)
+	fs.forget(ino)
+	return fs.check("ext4_evict_inode", err)
+}
+
+// Setattr implements vfs.Setattrer; a truncate acts for c.
+func (n *rwBase) Setattr(a vfs.SetAttr, c vfs.Cred) error {
 	w := n.fs.w
 	if a.Valid&vfs.SetSize != 0 {
-		if err := w.Truncate(n.ino, a.Size); err != nil {
+		cl := callerOf(c)
+		if err := w.truncateAs(&cl, n.ino, a.Size); err != nil {
 			return n.fs.check("ext4_setattr", err)
 		}
 	}
@@ -302,10 +325,17 @@ func (n *rwBase) Listxattr() ([]string, error) {
 type rwDir struct {
 	rwBase
 	list atomic.Pointer[dirList] // rwlist.go
+	// dl is the VFS's lock of the directory (vfs.DirLocker); node keeps
+	// one rwDir per directory inode while it exists, so the lock is the
+	// directory's.
+	dl vfs.DirLock
 }
 
 // FileType implements vfs.FileTyper.
 func (*rwDir) FileType() uint32 { return S_IFDIR }
+
+// DirLock implements vfs.DirLocker.
+func (d *rwDir) DirLock() *vfs.DirLock { return &d.dl }
 
 // Lookup implements vfs.Lookuper, through the Writer's name index.
 func (d *rwDir) Lookup(name string) (vfs.Node, error) {
@@ -412,24 +442,14 @@ func inoOf(n vfs.Node) (uint32, bool) {
 	return 0, false
 }
 
-// Link implements vfs.Linker.
-func (d *rwDir) Link(name string, target vfs.Node) error {
-	return d.link(nil, name, target)
-}
-
-// LinkCred implements vfs.CredLinker: Link acting for c.
-func (d *rwDir) LinkCred(name string, target vfs.Node, c vfs.Cred) error {
-	cl := callerOf(c)
-	return d.link(&cl, name, target)
-}
-
-// link is Link acting for c (nil: the Writer's Caller).
-func (d *rwDir) link(c *Caller, name string, target vfs.Node) error {
+// Link implements vfs.Linker: a new directory block is charged to c.
+func (d *rwDir) Link(name string, target vfs.Node, c vfs.Cred) error {
 	ino, ok := inoOf(target)
 	if !ok {
 		return syscall.EXDEV
 	}
-	return d.fs.check("ext4_link", d.fs.w.linkAs(c, d.ino, name, ino))
+	cl := callerOf(c)
+	return d.fs.check("ext4_link", d.fs.w.linkAs(&cl, d.ino, name, ino))
 }
 
 // lookupIno is the inode name names in d, 0 if none.
@@ -450,7 +470,7 @@ func (d *rwDir) lookupIno(name string) uint32 {
 }
 
 // Unlink implements vfs.Unlinker.
-func (d *rwDir) Unlink(name string) error {
+func (d *rwDir) Unlink(name string, _ vfs.Cred) error {
 	ino := d.lookupIno(name)
 	err := d.fs.w.Unlink(d.ino, name)
 	if err == nil {
@@ -460,7 +480,7 @@ func (d *rwDir) Unlink(name string) error {
 }
 
 // Rmdir implements vfs.Rmdirer.
-func (d *rwDir) Rmdir(name string) error {
+func (d *rwDir) Rmdir(name string, _ vfs.Cred) error {
 	ino := d.lookupIno(name)
 	err := d.fs.w.Rmdir(d.ino, name)
 	if err == nil {
@@ -469,16 +489,7 @@ func (d *rwDir) Rmdir(name string) error {
 	return d.fs.check("ext4_rmdir", err)
 }
 
-// Rename implements vfs.Renamer.
-func (d *rwDir) Rename(oldName string, newDir vfs.Node, newName string) error {
-	nd, ok := newDir.(*rwDir)
-	if !ok {
-		return syscall.EXDEV
-	}
-	return d.rename(nil, oldName, nd, newName)
-}
-
-// renameAs is Rename acting for c (nil: the Writer's Caller).
+// rename is a plain rename acting for c.
 func (d *rwDir) rename(c *Caller, oldName string, nd *rwDir, newName string) error {
 	over := nd.lookupIno(newName)
 	err := d.fs.w.renameAs(c, d.ino, oldName, nd.ino, newName)
@@ -488,9 +499,10 @@ func (d *rwDir) rename(c *Caller, oldName string, nd *rwDir, newName string) err
 	return d.fs.check("ext4_rename", err)
 }
 
-// RenameFlags implements vfs.RenameFlagser: RENAME_NOREPLACE,
-// RENAME_EXCHANGE and RENAME_WHITEOUT (with or without NOREPLACE).
-func (d *rwDir) RenameFlags(oldName string, newDir vfs.Node, newName string, flags uint, c vfs.Cred) error {
+// Rename implements vfs.Renamer, flags 0, RENAME_NOREPLACE,
+// RENAME_EXCHANGE and RENAME_WHITEOUT (with or without NOREPLACE) among
+// them, acting for c (a directory block it adds is charged to c).
+func (d *rwDir) Rename(oldName string, newDir vfs.Node, newName string, flags uint, c vfs.Cred) error {
 	nd, ok := newDir.(*rwDir)
 	if !ok {
 		return syscall.EXDEV
@@ -554,25 +566,13 @@ type rwFile struct{ rwBase }
 func (*rwFile) FileType() uint32 { return S_IFREG }
 
 // Open implements vfs.Opener: the handle holds the inode, so an unlink
-// while it is open keeps the blocks until Release. Its writes act for the
-// Writer's Caller.
-func (f *rwFile) Open(flags int) (vfs.Handle, error) {
-	return f.open(), nil
-}
-
-// open is Open's handle, whose writes act for the Writer's Caller.
-func (f *rwFile) open() *rwHandle {
+// while it is open keeps the blocks until Release. Its writes and appends
+// act for c, the opener (only a caller that may take the blocks reserved
+// for root gets them).
+func (f *rwFile) Open(flags int, c vfs.Cred) (vfs.Handle, error) {
 	f.fs.w.sampleLastMounted() // rwsuper.go
 	f.fs.w.Hold(f.ino)
-	return &rwHandle{fs: f.fs, ino: f.ino}
-}
-
-// OpenCred implements vfs.CredOpener: Open, with writes, appends and
-// fallocate acting for c (only a caller that may take the blocks
-// reserved for root gets them).
-func (f *rwFile) OpenCred(flags int, c vfs.Cred) (vfs.Handle, error) {
-	h := f.open()
-	h.caller = callerOf(c)
+	h := &rwHandle{fs: f.fs, ino: f.ino, caller: callerOf(c)}
 	h.as = &h.caller
 	return h, nil
 }
@@ -581,8 +581,8 @@ func (f *rwFile) OpenCred(flags int, c vfs.Cred) (vfs.Handle, error) {
 type rwHandle struct {
 	fs  *rwFS
 	ino uint32
-	// as is who writes act for: &caller, or nil for the Writer's Caller.
-	// Both are set at open and never change.
+	// as is who writes act for: &caller, the opener. Both are set at
+	// open and never change.
 	as     *Caller
 	caller Caller
 }
@@ -630,9 +630,10 @@ func (h *rwHandle) Append(src iov.Iter) (int64, int, error) {
 	return off, n, h.fs.check("ext4_file_write_iter", err)
 }
 
-// Fallocate implements vfs.Fallocater (rwfalloc.go).
-func (h *rwHandle) Fallocate(mode uint32, off, length int64) error {
-	return h.fs.w.fallocateAs(h.as, h.ino, mode, off, length)
+// Fallocate implements vfs.Fallocater (rwfalloc.go), acting for c.
+func (h *rwHandle) Fallocate(mode uint32, off, length int64, c vfs.Cred) error {
+	cl := callerOf(c)
+	return h.fs.check("ext4_fallocate", h.fs.w.fallocateAs(&cl, h.ino, mode, off, length))
 }
 
 // Sync implements vfs.Syncer: it commits the running transaction (which
@@ -644,8 +645,4 @@ func (h *rwHandle) Sync() error { return h.fs.w.Sync() }
 func (h *rwHandle) Datasync() error { return h.fs.w.Sync() }
 
 // Release implements vfs.Releaser.
-func (h *rwHandle) Release() error {
-	err := h.fs.w.Unhold(h.ino)
-	h.fs.forget(h.ino)
-	return err
-}
+func (h *rwHandle) Release() error { return h.fs.unhold(h.ino) }

@@ -164,7 +164,7 @@ func (w *Writer) freeOrphan(ino uint32) error {
 	if err := w.orphanDel(ino, raw); err != nil {
 		return err
 	}
-	return w.releaseInode(ino, raw, false)
+	return w.releaseInode(ino, raw, iMode(raw)&S_IFMT == S_IFDIR)
 }
 
 // freeOrphans frees the orphans still open at Close, as their last

@@ -211,6 +211,9 @@ func inodeOf(n vfs.Node) *inode {
 	return nil
 }
 
+// DirLock implements vfs.DirLocker.
+func (d *Dir) DirLock() *vfs.DirLock { return &d.dl }
+
 // Create makes a regular file with O_CREAT|O_EXCL|O_NOFOLLOW on the host.
 // The new file's owner is the host process's, whatever c says (hostfs
 // passes operations through as the host process); uid= and gid= present
@@ -264,7 +267,7 @@ func (d *Dir) Mknod(name string, mode uint32, rdev uint64, c vfs.Cred) (vfs.Node
 // Link makes name a hard link to target with linkat(AT_EMPTY_PATH) on
 // target's descriptor, or, without CAP_DAC_READ_SEARCH, through
 // /proc/self/fd with AT_SYMLINK_FOLLOW, which reaches the same inode.
-func (d *Dir) Link(name string, target vfs.Node) error {
+func (d *Dir) Link(name string, target vfs.Node, _ vfs.Cred) error {
 	defer runtime.KeepAlive(d)
 	t := inodeOf(target)
 	if t == nil || t.fs != d.fs {
@@ -282,26 +285,28 @@ func (d *Dir) Link(name string, target vfs.Node) error {
 }
 
 // Unlink removes a non-directory with unlinkat.
-func (d *Dir) Unlink(name string) error {
+func (d *Dir) Unlink(name string, _ vfs.Cred) error {
 	err := unix.Unlinkat(d.fd, name, 0)
 	runtime.KeepAlive(d)
 	return err
 }
 
 // Rmdir removes an empty directory with unlinkat(AT_REMOVEDIR).
-func (d *Dir) Rmdir(name string) error {
+func (d *Dir) Rmdir(name string, _ vfs.Cred) error {
 	err := unix.Unlinkat(d.fd, name, unix.AT_REMOVEDIR)
 	runtime.KeepAlive(d)
 	return err
 }
 
-// Rename moves oldName to newName in newDir with renameat2.
-func (d *Dir) Rename(oldName string, newDir vfs.Node, newName string) error {
+// Rename moves oldName to newName in newDir with the host's renameat2,
+// flags included: the host decides them (RENAME_WHITEOUT needs
+// CAP_MKNOD there, and a host file system without a flag gives EINVAL).
+func (d *Dir) Rename(oldName string, newDir vfs.Node, newName string, flags uint, _ vfs.Cred) error {
 	nd, ok := newDir.(*Dir)
 	if !ok || nd.fs != d.fs {
 		return unix.EXDEV
 	}
-	err := unix.Renameat2(d.fd, oldName, nd.fd, newName, 0)
+	err := unix.Renameat2(d.fd, oldName, nd.fd, newName, flags)
 	runtime.KeepAlive(d)
 	runtime.KeepAlive(nd)
 	return err

@@ -24,7 +24,7 @@ const openFlags = unix.O_ACCMODE | unix.O_SYNC | unix.O_DSYNC | unix.O_DIRECT | 
 
 // Open opens the host file again with the access mode and the status
 // flags of flags. O_TRUNC is the VFS's (Setattr after Open).
-func (f *File) Open(flags int) (vfs.Handle, error) {
+func (f *File) Open(flags int, _ vfs.Cred) (vfs.Handle, error) {
 	if f.fs.opts.ReadOnly {
 		flags &^= unix.O_ACCMODE // the VFS refused write modes already
 	}
@@ -194,7 +194,7 @@ func (h *Handle) Datasync() error {
 }
 
 // Fallocate is the host's fallocate, modes and errnos included.
-func (h *Handle) Fallocate(mode uint32, off, length int64) error {
+func (h *Handle) Fallocate(mode uint32, off, length int64, _ vfs.Cred) error {
 	if !h.acquire() {
 		return unix.EBADF
 	}

@@ -425,10 +425,10 @@ func TestNodeCalls(t *testing.T) {
 	if _, err := f.Getxattr("user.missing"); errno(err) != unix.ENODATA {
 		t.Fatalf("missing xattr: %v", err)
 	}
-	if err := f.Setxattr("user.b", []byte("vb"), unix.XATTR_CREATE); err != nil {
+	if err := f.Setxattr("user.b", []byte("vb"), unix.XATTR_CREATE, vfs.Cred{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Setxattr("user.b", []byte("vb"), unix.XATTR_CREATE); errno(err) != unix.EEXIST {
+	if err := f.Setxattr("user.b", []byte("vb"), unix.XATTR_CREATE, vfs.Cred{}); errno(err) != unix.EEXIST {
 		t.Fatalf("XATTR_CREATE twice: %v", err)
 	}
 	buf := make([]byte, 64)
@@ -440,10 +440,10 @@ func TestNodeCalls(t *testing.T) {
 	if err != nil || !equal(names, []string{"user.a", "user.b"}) {
 		t.Fatalf("listxattr %v %v", names, err)
 	}
-	if err := f.Removexattr("user.a"); err != nil {
+	if err := f.Removexattr("user.a", vfs.Cred{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Removexattr("user.a"); errno(err) != unix.ENODATA {
+	if err := f.Removexattr("user.a", vfs.Cred{}); errno(err) != unix.ENODATA {
 		t.Fatalf("remove twice: %v", err)
 	}
 
@@ -457,13 +457,13 @@ func TestNodeCalls(t *testing.T) {
 		t.Fatalf("statfs says resolver %v, FS %v; this kernel has openat2", hostfs.Resolver(got.Spare[0]), fs.Resolver())
 	}
 
-	h, err := f.Open(unix.O_RDWR)
+	h, err := f.Open(unix.O_RDWR, vfs.Cred{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fh := h.(*hostfs.Handle)
 	defer fh.Release()
-	err = fh.Fallocate(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 4096, 4096)
+	err = fh.Fallocate(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 4096, 4096, vfs.Cred{})
 	hfd, _ := unix.Open(hp, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	defer unix.Close(hfd)
 	var st unix.Stat_t
@@ -476,7 +476,7 @@ func TestNodeCalls(t *testing.T) {
 	if hole != ohole || herr != oerr {
 		t.Fatalf("SEEK_HOLE host %d %v, hostfs %d %v", hole, herr, ohole, oerr)
 	}
-	if err := fh.Fallocate(0xff, 0, 1); errno(err) != unix.EOPNOTSUPP && errno(err) != unix.EINVAL {
+	if err := fh.Fallocate(0xff, 0, 1, vfs.Cred{}); errno(err) != unix.EOPNOTSUPP && errno(err) != unix.EINVAL {
 		t.Fatalf("bad mode: %v", err)
 	}
 	if err := fh.SetFlags(unix.O_RDWR | unix.O_NOATIME | unix.O_APPEND); err != nil {
@@ -491,7 +491,7 @@ func TestNodeCalls(t *testing.T) {
 	if err := fh.Datasync(); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetMtime, Mtime: time.Unix(12345, 678)}); err != nil {
+	if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetMtime, Mtime: time.Unix(12345, 678)}, vfs.Cred{}); err != nil {
 		t.Fatal(err)
 	}
 	unix.Fstat(hfd, &st)

@@ -21,6 +21,10 @@ type inode struct {
 	fd  int
 	key key
 	typ uint32 // S_IFMT bits
+	// dl is the VFS's lock of a directory (vfs.DirLocker); hostfs never
+	// takes it. One host directory has one inode while any holds it
+	// (FS.node), so the lock is the directory's.
+	dl vfs.DirLock
 }
 
 // Dir is a host directory.
@@ -253,24 +257,24 @@ func (s *Symlink) Stat() (vfs.Stat, error) { return (*inode)(s).stat() }
 func (s *Special) Stat() (vfs.Stat, error) { return (*inode)(s).stat() }
 
 // Setattr changes the host inode: ftruncate, chmod, chown, utimensat.
-func (d *Dir) Setattr(a vfs.SetAttr) error     { return (*inode)(d).setattr(a) }
-func (f *File) Setattr(a vfs.SetAttr) error    { return (*inode)(f).setattr(a) }
-func (s *Symlink) Setattr(a vfs.SetAttr) error { return (*inode)(s).setattr(a) }
-func (s *Special) Setattr(a vfs.SetAttr) error { return (*inode)(s).setattr(a) }
+func (d *Dir) Setattr(a vfs.SetAttr, _ vfs.Cred) error     { return (*inode)(d).setattr(a) }
+func (f *File) Setattr(a vfs.SetAttr, _ vfs.Cred) error    { return (*inode)(f).setattr(a) }
+func (s *Symlink) Setattr(a vfs.SetAttr, _ vfs.Cred) error { return (*inode)(s).setattr(a) }
+func (s *Special) Setattr(a vfs.SetAttr, _ vfs.Cred) error { return (*inode)(s).setattr(a) }
 
 // Getxattr and the other xattr calls pass through to the host inode.
 func (d *Dir) Getxattr(name string) ([]byte, error)  { return (*inode)(d).getxattr(name) }
 func (f *File) Getxattr(name string) ([]byte, error) { return (*inode)(f).getxattr(name) }
 func (d *Dir) Listxattr() ([]string, error)          { return (*inode)(d).listxattr() }
 func (f *File) Listxattr() ([]string, error)         { return (*inode)(f).listxattr() }
-func (d *Dir) Setxattr(name string, data []byte, flags int) error {
+func (d *Dir) Setxattr(name string, data []byte, flags int, _ vfs.Cred) error {
 	return (*inode)(d).setxattr(name, data, flags)
 }
-func (f *File) Setxattr(name string, data []byte, flags int) error {
+func (f *File) Setxattr(name string, data []byte, flags int, _ vfs.Cred) error {
 	return (*inode)(f).setxattr(name, data, flags)
 }
-func (d *Dir) Removexattr(name string) error  { return (*inode)(d).removexattr(name) }
-func (f *File) Removexattr(name string) error { return (*inode)(f).removexattr(name) }
+func (d *Dir) Removexattr(name string, _ vfs.Cred) error  { return (*inode)(d).removexattr(name) }
+func (f *File) Removexattr(name string, _ vfs.Cred) error { return (*inode)(f).removexattr(name) }
 
 // Readlink reads the link on the host, every time.
 func (s *Symlink) Readlink() (string, error) {
@@ -290,4 +294,4 @@ func (s *Symlink) Readlink() (string, error) {
 
 // Open gives EACCES: hostfs mounts are nodev, and FIFOs and sockets are
 // not opened on the host.
-func (s *Special) Open(flags int) (vfs.Handle, error) { return nil, unix.EACCES }
+func (s *Special) Open(flags int, _ vfs.Cred) (vfs.Handle, error) { return nil, unix.EACCES }

@@ -22,9 +22,12 @@ const firstCookie = 3
 type Dir struct {
 	inode
 
+	// dl is the VFS's lock of this directory (vfs.DirLocker); tmpfs never
+	// takes it.
+	dl vfs.DirLock
+
 	// parent is the directory that holds this one; the root's is itself.
-	// It changes only in a rename between directories, under FS.renameMu,
-	// so the rename can follow it to order its locks.
+	// It changes only in a rename between directories.
 	parent atomic.Pointer[Dir]
 
 	// mu protects the fields below: shared for Lookup, Stat and ReadDir,
@@ -90,7 +93,10 @@ func (d *Dir) Stat() (st vfs.Stat, err error) {
 }
 
 // Setattr implements vfs.Setattrer; a size gives EISDIR.
-func (d *Dir) Setattr(a vfs.SetAttr) error { return d.setattrMeta(a, errEISDIR) }
+func (d *Dir) Setattr(a vfs.SetAttr, _ vfs.Cred) error { return d.setattrMeta(a, errEISDIR) }
+
+// DirLock implements vfs.DirLocker.
+func (d *Dir) DirLock() *vfs.DirLock { return &d.dl }
 
 // Lookup implements vfs.Lookuper. ".." is the parent, and the root's own.
 func (d *Dir) Lookup(name string) (vfs.Node, error) {
@@ -219,7 +225,7 @@ func (d *Dir) Symlink(name, target string, c vfs.Cred) (vfs.Node, error) {
 // Link implements vfs.Linker. A node of another file system gives EXDEV,
 // a directory EPERM, and a file whose last link is gone ENOENT (Linux
 // vfs_link). It sets the target's ctime.
-func (d *Dir) Link(name string, target vfs.Node) error {
+func (d *Dir) Link(name string, target vfs.Node, _ vfs.Cred) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.canAdd(name); err != nil {
@@ -254,7 +260,7 @@ func (d *Dir) Link(name string, target vfs.Node) error {
 
 // Unlink implements vfs.Unlinker: a directory gives EISDIR. It sets the
 // node's ctime; a file's pages go back when its last handle is released.
-func (d *Dir) Unlink(name string) error {
+func (d *Dir) Unlink(name string, _ vfs.Cred) error {
 	d.mu.Lock()
 	e := d.names[name]
 	if e == nil {
@@ -287,7 +293,7 @@ func dropLink(n node, now int64) {
 
 // Rmdir implements vfs.Rmdirer: ENOTDIR for a non-directory, ENOTEMPTY for
 // a directory with entries.
-func (d *Dir) Rmdir(name string) error {
+func (d *Dir) Rmdir(name string, _ vfs.Cred) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e := d.names[name]
@@ -321,76 +327,21 @@ func (d *Dir) kill(now int64) error {
 	return nil
 }
 
-// contains reports whether x is d or lies below it. The caller holds
-// FS.renameMu, so parent pointers do not move.
-func (d *Dir) contains(x *Dir) bool {
-	for {
-		if x == d {
-			return true
-		}
-		up := x.parent.Load()
-		if up == x {
-			return false
-		}
-		x = up
-	}
-}
-
-// Rename implements vfs.Renamer with rename(2)'s rules. newDir of another
-// file system gives EXDEV; moving a directory into itself or below it
-// gives EINVAL, and replacing a directory that holds the source ENOTEMPTY,
-// as Linux's do_renameat2 checks. The entry gets a new ReadDir cookie at
-// the end of newDir, as with Linux's stable offsets. Both directories'
-// mtime and ctime move, and the ctime of the moved and the replaced node.
-func (d *Dir) Rename(oldName string, newDir vfs.Node, newName string) error {
-	nd, ok := newDir.(*Dir)
-	if !ok || nd.fs != d.fs {
-		return errEXDEV
-	}
-	if nd == d {
-		d.mu.Lock()
-		victim, err := d.renameLocked(oldName, d, newName)
-		d.mu.Unlock()
-		if victim != nil {
-			victim.free()
-		}
-		return err
-	}
-	d.fs.renameMu.Lock()
-	defer d.fs.renameMu.Unlock()
-	first, second := d, nd
-	if !d.contains(nd) && (nd.contains(d) || nd.ino < d.ino) {
-		first, second = nd, d
-	}
-	first.mu.Lock()
-	second.mu.Lock()
-	victim, err := d.renameLocked(oldName, nd, newName)
-	second.mu.Unlock()
-	first.mu.Unlock()
-	if victim != nil {
-		victim.free()
-	}
-	return err
-}
-
-// renameLocked does the rename with the mu of d and nd held, and
-// FS.renameMu too if they differ. It returns the node that lost its name
-// to the rename, to be freed after the locks are dropped.
+// renameLocked moves oldName in d to newName in nd, with the mu of both
+// held. The VFS has refused moving a directory below itself and replacing
+// an ancestor of the source; the types are checked again here because
+// the directory counts depend on them. The entry gets a new ReadDir
+// cookie at the end of nd, as with Linux's stable offsets. Both
+// directories' mtime and ctime move, and the ctime of the moved and the
+// replaced node. It returns the node that lost its name to the rename,
+// to be freed after the locks are dropped.
 func (d *Dir) renameLocked(oldName string, nd *Dir, newName string) (node, error) {
 	src := d.names[oldName]
 	if src == nil || nd.removed {
 		return nil, errENOENT
 	}
 	srcDir, srcIsDir := src.node.(*Dir)
-	if srcIsDir && d != nd && srcDir.contains(nd) {
-		return nil, errEINVAL
-	}
 	dst := nd.names[newName]
-	if dst != nil && d != nd {
-		if td, ok := dst.node.(*Dir); ok && td.contains(d) {
-			return nil, errENOTEMPTY
-		}
-	}
 	if dst != nil && dst.node == src.node {
 		return nil, nil // two links to one node: rename(2) does nothing
 	}

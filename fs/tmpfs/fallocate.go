@@ -13,6 +13,7 @@ package tmpfs
 // holds those pages, as ranges of page indexes, under File.mu.
 
 import (
+	"github.com/iovfs/iovfs/vfs"
 	"sort"
 	"sync/atomic"
 
@@ -27,7 +28,7 @@ import (
 // Without FALLOC_FL_KEEP_SIZE the size grows to off+length if that is
 // larger. Punching a hole frees the whole pages of the range and zeroes
 // the parts of pages at its ends; the size stays.
-func (h *OpenFile) Fallocate(mode uint32, off, length int64) error {
+func (h *OpenFile) Fallocate(mode uint32, off, length int64, _ vfs.Cred) error {
 	f := h.f
 	if mode&^(unix.FALLOC_FL_KEEP_SIZE|unix.FALLOC_FL_PUNCH_HOLE) != 0 {
 		return unix.EOPNOTSUPP

@@ -109,7 +109,7 @@ func (f *File) Stat() (st vfs.Stat, err error) {
 // size 0 after Open, as Linux's handle_truncate does, which sets mtime and
 // ctime even if the file was empty. O_APPEND needs nothing here: the VFS
 // sends such writes to OpenFile.Append.
-func (f *File) Open(flags int) (vfs.Handle, error) {
+func (f *File) Open(flags int, _ vfs.Cred) (vfs.Handle, error) {
 	f.mu.Lock()
 	f.opens.Add(1) // under mu, so that free sees it
 	f.mu.Unlock()
@@ -122,7 +122,7 @@ func (f *File) Open(flags int) (vfs.Handle, error) {
 // touches both): the current size of an empty file changes nothing, as
 // truncate(2) shows on Linux 6.18 (ftruncate and O_TRUNC come with
 // SetMtime, Linux's ATTR_MTIME|ATTR_CTIME). A negative size gives EINVAL.
-func (f *File) Setattr(a vfs.SetAttr) error {
+func (f *File) Setattr(a vfs.SetAttr, _ vfs.Cred) error {
 	if a.Valid&vfs.SetSize != 0 && a.Size < 0 {
 		return errEINVAL
 	}

@@ -95,8 +95,8 @@ func TestHoles(t *testing.T) {
 	}
 	// Shrinking zeroes the tail of the last page, so growing shows zeros.
 	mustWrite(t, h, pattern(pageSize, 1), 0)
-	f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: 100})
-	f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: 2 * pageSize})
+	f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: 100}, root0)
+	f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: 2 * pageSize}, root0)
 	n, _ = h.Read(buf[:2*pageSize], 0)
 	if n != 2*pageSize || !bytes.Equal(buf[:100], pattern(100, 1)) || !bytes.Equal(buf[100:n], make([]byte, n-100)) {
 		t.Fatal("grown file shows old bytes")
@@ -119,7 +119,7 @@ func TestSeek(t *testing.T) {
 	mustWrite(t, h, pattern(100, 2), 3*pageSize)
 	const size = 3*pageSize + 100
 	holey := mustCreate(t, f.fs.root, "holey")
-	holey.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: 3 * pageSize})
+	holey.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: 3 * pageSize}, root0)
 	hh := mustOpen(t, holey, rw)
 	cases := []struct {
 		name   string
@@ -209,7 +209,7 @@ func TestSizeLimit(t *testing.T) {
 	if _, err := hg.Write(big[:1], 0); errno(err) != unix.ENOSPC {
 		t.Fatalf("second file: %v, want ENOSPC", err)
 	}
-	fs.root.Unlink("f")
+	fs.root.Unlink("f", root0)
 	if _, err := hg.Write(big[:1], 0); errno(err) != unix.ENOSPC {
 		t.Fatalf("after unlink of open file: %v, want ENOSPC", err)
 	}
@@ -221,7 +221,7 @@ func TestSizeLimit(t *testing.T) {
 		t.Fatalf("nlink %d", st.Nlink)
 	}
 	// Truncation gives pages back.
-	g.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: pageSize})
+	g.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: pageSize}, root0)
 	if pages, _ := fs.Usage(); pages != 1 {
 		t.Fatalf("pages %d after truncate, want 1", pages)
 	}
@@ -242,7 +242,7 @@ func TestMaxFileSize(t *testing.T) {
 	if n, _ := h.Read(buf, math.MaxInt64-6); n != 6 || string(buf[:6]) != "\x00\x000123" {
 		t.Fatalf("read at the end: %d %q", n, buf[:n])
 	}
-	if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: 0}); err != nil {
+	if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: 0}, root0); err != nil {
 		t.Fatal(err)
 	}
 	if f.pages.top.Load() != nil || f.pages.n != 0 {
@@ -326,7 +326,7 @@ func TestNoAllocs(t *testing.T) {
 func openTrunc(t testing.TB, f *File, flags int) *OpenFile {
 	t.Helper()
 	h := mustOpen(t, f, flags)
-	if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetSize | vfs.SetMtime, Mtime: time.Now()}); err != nil {
+	if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetSize | vfs.SetMtime, Mtime: time.Now()}, root0); err != nil {
 		t.Fatal(err)
 	}
 	return h

@@ -49,7 +49,7 @@ func mustMkdir(t tb, d *Dir, name string) *Dir {
 
 func mustOpen(t tb, f *File, flags int) *OpenFile {
 	t.Helper()
-	h, err := f.Open(flags)
+	h, err := f.Open(flags, root0)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}

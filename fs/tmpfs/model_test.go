@@ -135,7 +135,7 @@ func TestModel(t *testing.T) {
 				}
 			case 3: // truncate
 				size := offset.Draw(t, "size")
-				if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: size}); err != nil {
+				if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: size}, root0); err != nil {
 					t.Fatal(err)
 				}
 				m.truncate(size)

@@ -65,7 +65,7 @@ func TestConcurrentFile(t *testing.T) {
 			case 1:
 				h.WriteIter(iov.Vec([][]byte{p[:10], p[10:]}), off)
 			case 2:
-				f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: int64(r.IntN(pages+1)) * pageSize})
+				f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: int64(r.IntN(pages+1)) * pageSize}, root0)
 			case 3:
 				if st, _ := f.Stat(); st.Size < pages*pageSize {
 					h.Append(iov.Buf(p))
@@ -82,15 +82,19 @@ func TestConcurrentFile(t *testing.T) {
 
 // TestConcurrentDirs creates, links, unlinks, renames (within and across
 // directories, files and directories, in both directions) and removes
-// directories while others look up and list. Afterwards the tree must be
+// directories while others look up and list, through the VFS, which holds
+// the directory locks tmpfs relies on. Afterwards the tree must be
 // consistent: link counts, inode counts, and parent pointers. Run it with
 // -race; a lock-order bug shows as a deadlock.
 func TestConcurrentDirs(t *testing.T) {
 	fs := New(Options{})
-	r := fs.root
-	a := mustMkdir(t, r, "a")
-	b := mustMkdir(t, r, "b")
-	dirs := []*Dir{r, a, b}
+	p := vfs.NewProc(vfs.NewNamespace(fs))
+	for _, d := range []string{"/a", "/b"} {
+		if err := p.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirs := []string{"", "/a", "/b"}
 	iters := 10000
 	if testing.Short() {
 		iters = 2000
@@ -106,38 +110,42 @@ func TestConcurrentDirs(t *testing.T) {
 			for range iters {
 				d := dirs[rnd.IntN(len(dirs))]
 				nd := dirs[rnd.IntN(len(dirs))]
-				name := fmt.Sprintf("n%d", rnd.IntN(6))
-				name2 := fmt.Sprintf("n%d", rnd.IntN(6))
+				name := fmt.Sprintf("%s/n%d", d, rnd.IntN(6))
+				name2 := fmt.Sprintf("%s/n%d", nd, rnd.IntN(6))
 				switch rnd.IntN(9) {
 				case 0:
-					d.Create(name, 0o644, root0)
-				case 1:
-					d.Mkdir(name, 0o755, root0)
-				case 2:
-					d.Unlink(name)
-				case 3:
-					d.Rmdir(name)
-				case 4:
-					d.Rename(name, nd, name2)
-				case 5:
-					if n, err := d.Lookup(name); err == nil {
-						nd.Link(name2, n)
+					if fd, err := p.Open(name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY, 0o644); err == nil {
+						p.Close(fd)
 					}
+				case 1:
+					p.Mkdir(name, 0o755)
+				case 2:
+					p.Unlink(name)
+				case 3:
+					p.Rmdir(name)
+				case 4:
+					p.Rename(name, name2)
+				case 5:
+					p.Link(name, name2)
 				case 6: // move a or b below the other and back
 					if rnd.IntN(2) == 0 {
-						r.Rename("a", b, "a")
-						b.Rename("a", r, "a")
+						p.Rename("/a", "/b/a")
+						p.Rename("/b/a", "/a")
 					} else {
-						r.Rename("b", a, "b")
-						a.Rename("b", r, "b")
+						p.Rename("/b", "/a/b")
+						p.Rename("/a/b", "/b")
 					}
 				case 7:
-					d.ReadDir(0, func(e vfs.Dirent) bool { d.Lookup(e.Name); return true })
-				case 8:
-					if n, err := d.Lookup(name); err == nil {
-						n.Stat()
+					if fd, err := p.Open(d+"/", unix.O_RDONLY|unix.O_DIRECTORY, 0); err == nil {
+						ents, _ := p.Getdents(fd)
+						for _, e := range ents {
+							p.Lstat(d + "/" + e.Name)
+						}
+						p.Close(fd)
 					}
-					d.Stat()
+				case 8:
+					p.Lstat(name)
+					p.Stat(d + "/")
 				}
 			}
 		}()

@@ -5,16 +5,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockPair locks d and nd for a rename, in Rename's order, and returns
-// the function that unlocks them.
+// lockPair locks the maps of d and nd for a rename and returns the
+// function that unlocks them. The VFS holds both directories' own locks
+// and serialises renames between directories, so a fixed order (the
+// lower inode number first) cannot deadlock.
 func (d *Dir) lockPair(nd *Dir) func() {
 	if nd == d {
 		d.mu.Lock()
 		return d.mu.Unlock
 	}
-	d.fs.renameMu.Lock()
 	first, second := d, nd
-	if !d.contains(nd) && (nd.contains(d) || nd.ino < d.ino) {
+	if nd.ino < d.ino {
 		first, second = nd, d
 	}
 	first.mu.Lock()
@@ -22,15 +23,15 @@ func (d *Dir) lockPair(nd *Dir) func() {
 	return func() {
 		second.mu.Unlock()
 		first.mu.Unlock()
-		d.fs.renameMu.Unlock()
 	}
 }
 
-// RenameFlags implements vfs.RenameFlagser, as shmem_rename2 does:
+// Rename implements vfs.Renamer, as shmem_rename2 does: a plain rename,
 // RENAME_NOREPLACE, RENAME_EXCHANGE (simple_rename_exchange) and
 // RENAME_WHITEOUT (shmem_whiteout: a character device 0:0 owned by c is
-// left at oldName), the last with or without RENAME_NOREPLACE.
-func (d *Dir) RenameFlags(oldName string, newDir vfs.Node, newName string, flags uint, c vfs.Cred) error {
+// left at oldName), the last with or without RENAME_NOREPLACE. newDir of
+// another file system gives EXDEV.
+func (d *Dir) Rename(oldName string, newDir vfs.Node, newName string, flags uint, c vfs.Cred) error {
 	nd, ok := newDir.(*Dir)
 	if !ok || nd.fs != d.fs {
 		return errEXDEV
@@ -79,7 +80,8 @@ func (d *Dir) RenameFlags(oldName string, newDir vfs.Node, newName string, flags
 // exchangeLocked swaps the nodes of oldName in d and newName in nd, with
 // both locked: both must exist (ENOENT). A directory that changes parent
 // moves its parent pointer and the subdirectory counts; both directories'
-// mtime and ctime move, and both nodes' ctime.
+// mtime and ctime move, and both nodes' ctime. The VFS has refused an
+// exchange that would move a directory below itself.
 func (d *Dir) exchangeLocked(oldName string, nd *Dir, newName string) error {
 	src, dst := d.names[oldName], nd.names[newName]
 	if src == nil || dst == nil {
@@ -90,11 +92,6 @@ func (d *Dir) exchangeLocked(oldName string, nd *Dir, newName string) error {
 	}
 	sd, srcIsDir := src.node.(*Dir)
 	dd, dstIsDir := dst.node.(*Dir)
-	if d != nd {
-		if srcIsDir && sd.contains(nd) || dstIsDir && dd.contains(d) {
-			return errEINVAL
-		}
-	}
 	src.node, dst.node = dst.node, src.node
 	if d != nd {
 		if srcIsDir {

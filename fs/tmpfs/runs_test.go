@@ -162,7 +162,7 @@ func TestFileRuns(t *testing.T) {
 				}
 			case 2: // punch a hole
 				off, n := offset.Draw(t, "off"), int64(length.Draw(t, "len")+1)
-				if err := h.Fallocate(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n); err != nil {
+				if err := h.Fallocate(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n, root0); err != nil {
 					t.Fatal(err)
 				}
 				if off < int64(len(model)) {
@@ -170,7 +170,7 @@ func TestFileRuns(t *testing.T) {
 				}
 			case 3: // truncate
 				size := offset.Draw(t, "size")
-				if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: size}); err != nil {
+				if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: size}, root0); err != nil {
 					t.Fatal(err)
 				}
 				if size < int64(len(model)) {
@@ -237,7 +237,7 @@ func TestWriteMakesRuns(t *testing.T) {
 	// A punch into a run copies the pages it keeps out of the run's array,
 	// so that the array can be freed.
 	run := f.pages.leaf(4*radixSize).data(0, maxRun)
-	if err := h.Fallocate(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, (4*radixSize+2)*pageSize, pageSize); err != nil {
+	if err := h.Fallocate(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, (4*radixSize+2)*pageSize, pageSize, root0); err != nil {
 		t.Fatal(err)
 	}
 	for i := int64(0); i < 8; i++ {
@@ -281,7 +281,7 @@ func TestReadSnapshotPunch(t *testing.T) {
 		for v := 2; !stop.Load(); v++ {
 			lo := r.Int64N(size / pageSize)
 			hi := lo + 1 + r.Int64N(size/pageSize-lo)
-			if err := h.Fallocate(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, lo*pageSize, (hi-lo)*pageSize); err != nil {
+			if err := h.Fallocate(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, lo*pageSize, (hi-lo)*pageSize, root0); err != nil {
 				t.Error(err)
 				return
 			}

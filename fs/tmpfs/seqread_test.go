@@ -30,7 +30,7 @@ func TestReadSnapshot(t *testing.T) {
 		buf := make([]byte, size)
 		for v := 2; !stop.Load(); v++ {
 			if v%8 == 0 {
-				if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: 0}); err != nil {
+				if err := f.Setattr(vfs.SetAttr{Valid: vfs.SetSize, Size: 0}, root0); err != nil {
 					t.Error(err)
 					return
 				}

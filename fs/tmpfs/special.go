@@ -38,7 +38,7 @@ func (s *Special) Stat() (st vfs.Stat, err error) {
 
 // Setattr implements vfs.Setattrer; a size gives EINVAL, as truncate(2)
 // of a non-regular file does.
-func (s *Special) Setattr(a vfs.SetAttr) error { return s.setattrMeta(a, errEINVAL) }
+func (s *Special) Setattr(a vfs.SetAttr, _ vfs.Cred) error { return s.setattrMeta(a, errEINVAL) }
 
 func (s *Special) free() {
 	if s.nlink.Load() != 0 || s.pins.Load() != 0 || s.freed.Swap(true) {

@@ -40,7 +40,7 @@ func (s *Symlink) Readlink() (string, error) {
 }
 
 // Setattr implements vfs.Setattrer; a size gives EINVAL.
-func (s *Symlink) Setattr(a vfs.SetAttr) error { return s.setattrMeta(a, errEINVAL) }
+func (s *Symlink) Setattr(a vfs.SetAttr, _ vfs.Cred) error { return s.setattrMeta(a, errEINVAL) }
 
 func (s *Symlink) free() {
 	if s.nlink.Load() != 0 || s.pins.Load() != 0 || s.freed.Swap(true) {

@@ -19,15 +19,19 @@
 //
 // Lock order, outermost first:
 //
-//  1. FS.renameMu, taken only by a rename between two directories (Linux's
-//     s_vfs_rename_mutex). It freezes the shape of the tree, so parent
-//     pointers can be followed to order the directory locks.
-//  2. Dir.mu of the directories an operation changes: a parent before its
+//  0. The VFS's locks (vfs.DirLock, embedded in each Dir, and the
+//     namespace's rename locks): the VFS holds the locks of the
+//     directories a namespace change touches for the whole call, and
+//     serialises renames between directories, so tmpfs keeps no rename
+//     mutex and checks no ancestry: its own locks below only keep its
+//     maps and counts consistent for the readers that hold none of
+//     those.
+//  1. Dir.mu of the directories an operation changes: a parent before its
 //     child (rmdir, rename over a directory); for a rename between two
-//     directories, an ancestor before its descendant, otherwise the lower
-//     inode number first.
-//  3. inode.mu of the node whose link count or attributes change.
-//  4. File.mu, the data lock of a regular file: shared for reads, exclusive
+//     directories, the lower inode number first (any fixed order does:
+//     the VFS already excludes every other change of both).
+//  2. inode.mu of the node whose link count or attributes change.
+//  3. File.mu, the data lock of a regular file: shared for reads, exclusive
 //     for writes and truncation.
 //
 // Lookup and ReadDir take their directory's lock shared, and no other. Read
@@ -42,7 +46,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/iovfs/iovfs/vfs"
@@ -235,10 +238,6 @@ type FS struct {
 	nextIno atomic.Uint64
 	// xattrSpace is the inode space user xattrs take (xattr.go).
 	xattrSpace atomic.Int64
-
-	// renameMu serialises renames between directories (Linux
-	// s_vfs_rename_mutex); see the lock order in the package comment.
-	renameMu sync.Mutex
 }
 
 // New returns an empty tmpfs with the given options.

@@ -12,6 +12,7 @@ package tmpfs
 // xattr_permission is Linux's.
 
 import (
+	"github.com/iovfs/iovfs/vfs"
 	"slices"
 	"strings"
 	"sync"
@@ -82,7 +83,7 @@ func (n *inode) Listxattr() ([]string, error) {
 // XATTR_CREATE on a present name gives EEXIST, XATTR_REPLACE on a missing
 // one ENODATA. The inode space is charged before those checks and given
 // back if they fail, as shmem_xattr_handler_set does.
-func (n *inode) Setxattr(name string, data []byte, flags int) error {
+func (n *inode) Setxattr(name string, data []byte, flags int, _ vfs.Cred) error {
 	if err := checkXattrName(name); err != nil {
 		return err
 	}
@@ -122,7 +123,7 @@ func (n *inode) Setxattr(name string, data []byte, flags int) error {
 }
 
 // Removexattr implements vfs.XattrSetter: a missing name gives ENODATA.
-func (n *inode) Removexattr(name string) error {
+func (n *inode) Removexattr(name string, _ vfs.Cred) error {
 	if err := checkXattrName(name); err != nil {
 		return err
 	}

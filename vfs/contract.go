@@ -1,0 +1,65 @@
+package vfs
+
+// The vfs interfaces each type of this package implements, checked by
+// the compiler: the VFS finds them by type assertion, so a method whose
+// signature drifted would otherwise drop the capability without a word.
+
+var (
+	_ Reader = (*dirHandle)(nil)
+
+	_ Appender     = (*hostFile)(nil)
+	_ DataSyncer   = (*hostFile)(nil)
+	_ FlagSetter   = (*hostFile)(nil)
+	_ IterReader   = (*hostFile)(nil)
+	_ IterWriter   = (*hostFile)(nil)
+	_ Node         = (*hostFile)(nil)
+	_ Positionless = (*hostFile)(nil)
+	_ Reader       = (*hostFile)(nil)
+	_ Releaser     = (*hostFile)(nil)
+	_ Seeker       = (*hostFile)(nil)
+	_ Setattrer    = (*hostFile)(nil)
+	_ Syncer       = (*hostFile)(nil)
+	_ Writer       = (*hostFile)(nil)
+
+	_ Appender     = (*hostStream)(nil)
+	_ DataSyncer   = (*hostStream)(nil)
+	_ FlagSetter   = (*hostStream)(nil)
+	_ IterReader   = (*hostStream)(nil)
+	_ IterWriter   = (*hostStream)(nil)
+	_ Node         = (*hostStream)(nil)
+	_ Positionless = (*hostStream)(nil)
+	_ Reader       = (*hostStream)(nil)
+	_ Releaser     = (*hostStream)(nil)
+	_ Seeker       = (*hostStream)(nil)
+	_ Setattrer    = (*hostStream)(nil)
+	_ Stream       = (*hostStream)(nil)
+	_ Syncer       = (*hostStream)(nil)
+	_ Writer       = (*hostStream)(nil)
+
+	_ Fcntler      = (*pipe2End)(nil)
+	_ FlagSetter   = (*pipe2End)(nil)
+	_ Ioctler      = (*pipe2End)(nil)
+	_ IterReader   = (*pipe2End)(nil)
+	_ IterWriter   = (*pipe2End)(nil)
+	_ NoWaiter     = (*pipe2End)(nil)
+	_ Poller       = (*pipe2End)(nil)
+	_ Positionless = (*pipe2End)(nil)
+	_ RWFReader    = (*pipe2End)(nil)
+	_ RWFWriter    = (*pipe2End)(nil)
+	_ Releaser     = (*pipe2End)(nil)
+	_ Stream       = (*pipe2End)(nil)
+
+	_ Fcntler      = (*pipeEnd)(nil)
+	_ FlagSetter   = (*pipeEnd)(nil)
+	_ Ioctler      = (*pipeEnd)(nil)
+	_ IterReader   = (*pipeEnd)(nil)
+	_ IterWriter   = (*pipeEnd)(nil)
+	_ Poller       = (*pipeEnd)(nil)
+	_ Positionless = (*pipeEnd)(nil)
+	_ RWFReader    = (*pipeEnd)(nil)
+	_ RWFWriter    = (*pipeEnd)(nil)
+	_ Releaser     = (*pipeEnd)(nil)
+	_ Stream       = (*pipeEnd)(nil)
+
+	_ Node = (*pipeNode)(nil)
+)
