@@ -15,4 +15,7 @@ var (
 	_ vfs.Seeker     = (*File)(nil)
 	_ vfs.Syncer     = (*File)(nil)
 	_ vfs.Writer     = (*File)(nil)
+
+	_ vfs.IterReader = (*PartDevice)(nil)
+	_ vfs.IterWriter = (*PartDevice)(nil)
 )

@@ -23,4 +23,6 @@ var (
 	_ vfs.Seeker     = (*handle)(nil)
 	_ vfs.Syncer     = (*handle)(nil)
 	_ vfs.Writer     = (*handle)(nil)
+
+	_ vfs.Opener = (*Part)(nil)
 )

@@ -52,8 +52,8 @@ func (p *Part) Size() int64 { return p.dev.Size() }
 // Open implements vfs.Opener: opening a partition opens the whole device
 // too, so an autoclear device stays bound while a partition is open, as
 // in Linux (the partition's open holds the disk).
-func (p *Part) Open(flags int) (vfs.Handle, error) {
-	h, err := p.d.Open(flags)
+func (p *Part) Open(flags int, c vfs.Cred) (vfs.Handle, error) {
+	h, err := p.d.Open(flags, c)
 	if err != nil {
 		return nil, err
 	}

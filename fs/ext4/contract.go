@@ -9,6 +9,7 @@ import "github.com/iovfs/iovfs/vfs"
 var (
 	_ vfs.DirIterator = (*dirHandle)(nil)
 	_ vfs.Reader      = (*dirHandle)(nil)
+	_ vfs.Releaser    = (*dirHandle)(nil)
 	_ vfs.Seeker      = (*dirHandle)(nil)
 
 	_ vfs.DirReader = (*dirNode)(nil)
@@ -48,6 +49,7 @@ var (
 	_ vfs.Xattrer   = (*nodeBase)(nil)
 
 	_ vfs.Node        = (*rwBase)(nil)
+	_ vfs.PathOpener  = (*rwBase)(nil)
 	_ vfs.Setattrer   = (*rwBase)(nil)
 	_ vfs.XattrSetter = (*rwBase)(nil)
 	_ vfs.Xattrer     = (*rwBase)(nil)
@@ -62,6 +64,7 @@ var (
 	_ vfs.Mknoder     = (*rwDir)(nil)
 	_ vfs.Node        = (*rwDir)(nil)
 	_ vfs.Opener      = (*rwDir)(nil)
+	_ vfs.PathOpener  = (*rwDir)(nil)
 	_ vfs.Renamer     = (*rwDir)(nil)
 	_ vfs.Rmdirer     = (*rwDir)(nil)
 	_ vfs.Setattrer   = (*rwDir)(nil)
@@ -73,6 +76,7 @@ var (
 	_ vfs.FileTyper   = (*rwFile)(nil)
 	_ vfs.Node        = (*rwFile)(nil)
 	_ vfs.Opener      = (*rwFile)(nil)
+	_ vfs.PathOpener  = (*rwFile)(nil)
 	_ vfs.Setattrer   = (*rwFile)(nil)
 	_ vfs.XattrSetter = (*rwFile)(nil)
 	_ vfs.Xattrer     = (*rwFile)(nil)
@@ -93,12 +97,14 @@ var (
 
 	_ vfs.FileTyper   = (*rwLink)(nil)
 	_ vfs.Node        = (*rwLink)(nil)
+	_ vfs.PathOpener  = (*rwLink)(nil)
 	_ vfs.Readlinker  = (*rwLink)(nil)
 	_ vfs.Setattrer   = (*rwLink)(nil)
 	_ vfs.XattrSetter = (*rwLink)(nil)
 	_ vfs.Xattrer     = (*rwLink)(nil)
 
 	_ vfs.Node        = (*rwSpecial)(nil)
+	_ vfs.PathOpener  = (*rwSpecial)(nil)
 	_ vfs.Setattrer   = (*rwSpecial)(nil)
 	_ vfs.XattrSetter = (*rwSpecial)(nil)
 	_ vfs.Xattrer     = (*rwSpecial)(nil)
