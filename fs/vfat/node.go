@@ -20,7 +20,13 @@ type node struct {
 	fs  *FS
 	n   *fat.Node
 	ino uint64
+	// dl is the VFS's lock of a directory (vfs.DirLocker); FS.node keeps
+	// one node per fat.Node, so the lock is the directory's.
+	dl vfs.DirLock
 }
+
+// DirLock implements vfs.DirLocker.
+func (x *node) DirLock() *vfs.DirLock { return &x.dl }
 
 var (
 	_ vfs.Node        = (*node)(nil)
@@ -36,6 +42,7 @@ var (
 	_ vfs.FileTyper   = (*node)(nil)
 	_ vfs.Revalidator = (*node)(nil)
 	_ vfs.PermAttrer  = (*node)(nil)
+	_ vfs.DirLocker   = (*node)(nil)
 )
 
 // mode is the node's type and permission bits (fat_make_mode).
@@ -99,7 +106,7 @@ func (x *node) FileType() uint32 {
 // trailing dots, by long name or alias.
 func (x *node) Lookup(name string) (vfs.Node, error) {
 	if name == ".." {
-		return nil, syscall.ENOENT // the VFS resolves ".." itself
+		return x.fs.node(x.fs.vol.Parent(x.n)), nil
 	}
 	n, err := x.fs.vol.Lookup(x.n, name)
 	if err != nil {
@@ -150,24 +157,19 @@ func (x *node) Mkdir(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
 }
 
 // Unlink implements vfs.Unlinker.
-func (x *node) Unlink(name string) error {
+func (x *node) Unlink(name string, _ vfs.Cred) error {
 	return x.fs.vol.Remove(x.n, name, false, now())
 }
 
 // Rmdir implements vfs.Rmdirer.
-func (x *node) Rmdir(name string) error {
+func (x *node) Rmdir(name string, _ vfs.Cred) error {
 	return x.fs.vol.Remove(x.n, name, true, now())
 }
 
-// Rename implements vfs.Renamer.
-func (x *node) Rename(oldName string, newDir vfs.Node, newName string) error {
-	return x.RenameFlags(oldName, newDir, newName, 0, vfs.Cred{})
-}
-
-// RenameFlags implements vfs.RenameFlagser: RENAME_NOREPLACE only
+// Rename implements vfs.Renamer, with RENAME_NOREPLACE as its only flag
 // (vfat_rename's flags); RENAME_EXCHANGE and RENAME_WHITEOUT give
 // EINVAL.
-func (x *node) RenameFlags(oldName string, newDir vfs.Node, newName string, flags uint, c vfs.Cred) error {
+func (x *node) Rename(oldName string, newDir vfs.Node, newName string, flags uint, _ vfs.Cred) error {
 	if flags&^unix.RENAME_NOREPLACE != 0 {
 		return syscall.EINVAL
 	}
@@ -179,7 +181,7 @@ func (x *node) RenameFlags(oldName string, newDir vfs.Node, newName string, flag
 }
 
 // Setattr implements vfs.Setattrer with fat_setattr's rules.
-func (x *node) Setattr(a vfs.SetAttr) error {
+func (x *node) Setattr(a vfs.SetAttr, _ vfs.Cred) error {
 	o := &x.fs.opts
 	if (a.Valid&vfs.SetUid != 0 && a.Uid != o.uid) || (a.Valid&vfs.SetGid != 0 && a.Gid != o.gid) ||
 		(a.Valid&vfs.SetMode != 0 && a.Mode&^0o777 != 0) {
@@ -257,7 +259,7 @@ func (x *node) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 }
 
 // Open implements vfs.Opener.
-func (x *node) Open(flags int) (vfs.Handle, error) {
+func (x *node) Open(flags int, _ vfs.Cred) (vfs.Handle, error) {
 	if x.n.IsDir() {
 		return dirHandle{x}, nil
 	}
@@ -266,7 +268,7 @@ func (x *node) Open(flags int) (vfs.Handle, error) {
 }
 
 // dirHandle is an open directory: reads give EISDIR (generic_read_dir).
-type dirHandle struct{ *node }
+type dirHandle struct{ x *node }
 
 func (dirHandle) Read([]byte, int64) (int, error) { return 0, syscall.EISDIR }
 

@@ -241,6 +241,17 @@ func (v *Volume) Lookup(dir *Node, name string) (*Node, error) {
 	return v.node(dir, e), nil
 }
 
+// Parent returns the directory that holds dir: the root for the root
+// (the ".." a walk takes).
+func (v *Volume) Parent(dir *Node) *Node {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if dir.dir == nil {
+		return dir
+	}
+	return dir.dir
+}
+
 // A DirEntry is one listed entry.
 type DirEntry struct {
 	Name  string
