@@ -147,12 +147,31 @@ type waiter struct {
 	next *waiter
 }
 
-var waiters = sync.Pool{New: func() any { return &waiter{ch: make(chan struct{}, 1)} }}
+func newWaiter() *waiter { return &waiter{ch: make(chan struct{}, 1)} }
 
-func getWaiter() *waiter { return waiters.Get().(*waiter) }
+var waiters = sync.Pool{New: func() any { return newWaiter() }}
 
-func putWaiter(w *waiter) {
+// getWaiter returns a waiter: one of the pipe's spares, which a pipe
+// with up to len(spare) calls blocked at once always has once warm (an
+// atomic swap, where the pool costs several times that, and the garbage
+// collector empties the pool but not the spares), or one from the pool.
+func (p *Pipe) getWaiter() *waiter {
+	for i := range p.spare {
+		if w := p.spare[i].Swap(nil); w != nil {
+			return w
+		}
+	}
+	return waiters.Get().(*waiter)
+}
+
+// putWaiter gives back a woken waiter.
+func (p *Pipe) putWaiter(w *waiter) {
 	w.dst, w.n, w.next, w.direct = iov.Iter{}, 0, nil, false
+	for i := range p.spare {
+		if p.spare[i].CompareAndSwap(nil, w) {
+			return
+		}
+	}
 	waiters.Put(w)
 }
 
@@ -212,7 +231,7 @@ func (p *Pipe) wait(q *waitq, w *waiter, woken *wakeList) int {
 	woken.wake()
 	<-w.ch
 	n := w.n
-	putWaiter(w)
+	p.putWaiter(w)
 	if n == 0 {
 		p.mu.Lock()
 	}
@@ -248,6 +267,9 @@ type Pipe struct {
 	// private is set at NewPrivate and read-only after.
 	private bool
 
+	// spare are waiters kept for the next blocked calls (getWaiter).
+	spare [4]atomic.Pointer[waiter]
+
 	// id orders the locks of two pipes; set at New.
 	id uint64
 	// notify is set before the pipe is shared and only read afterwards.
@@ -264,6 +286,10 @@ func New() *Pipe {
 	p.slots = make([]slot, p.maxUsage)
 	p.vec = make([][]byte, p.maxUsage)
 	p.partner.L = &p.mu
+	// One waiter for a blocked reader and one for a blocked writer, so
+	// that a pipe's first wait does not allocate either.
+	p.spare[0].Store(newWaiter())
+	p.spare[1].Store(newWaiter())
 	return p
 }
 
@@ -311,7 +337,7 @@ func (p *Pipe) Read(dst iov.Iter, nonblock bool) (int, error) {
 			p.mu.Unlock()
 			return 0, errEAGAIN
 		}
-		w := getWaiter()
+		w := p.getWaiter()
 		w.dst, w.direct = dst, true
 		if n := p.wait(&p.rdq, w, &wakeList{}); n > 0 {
 			return n, nil
@@ -476,7 +502,7 @@ func (p *Pipe) Write(src iov.Iter, nonblock, pkt bool) (int, error) {
 			p.wake()
 			readable = false
 		}
-		p.wait(&p.wrq, getWaiter(), &woken)
+		p.wait(&p.wrq, p.getWaiter(), &woken)
 		wakeNextWriter = true
 	}
 out:

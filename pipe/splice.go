@@ -125,7 +125,7 @@ func (p *Pipe) waitSpace(nonblock bool) error {
 		if nonblock {
 			return errEAGAIN
 		}
-		p.wait(&p.wrq, getWaiter(), &wakeList{})
+		p.wait(&p.wrq, p.getWaiter(), &wakeList{})
 	}
 }
 
@@ -141,8 +141,7 @@ func (p *Pipe) waitData(nonblock, moved bool) (bool, error) {
 		if nonblock {
 			return false, errEAGAIN
 		}
-		w := getWaiter()
-		p.wait(&p.rdq, w, &wakeList{}) // not direct: it wants buffers
+		p.wait(&p.rdq, p.getWaiter(), &wakeList{}) // not direct: it wants buffers
 	}
 	return true, nil
 }
