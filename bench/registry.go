@@ -8,6 +8,8 @@ var experiments = []*Experiment{
 	wasiExperiment,
 	pipeExperiment,
 	pipePingPongExperiment,
+	spliceExperiment,
+	copyExperiment,
 	walkExperiment,
 	matrixExperiment,
 	fuseExperiment,
