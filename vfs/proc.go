@@ -1,20 +1,3 @@
-// Package vfs is the process-facing API of iovfs: the file descriptor
-// table, open-file objects, mounts, the path walk, and the dispatch of read
-// and write calls to drivers.
-//
-// The driver contract is in ops.go. The calls follow Linux: flags and errno
-// values are golang.org/x/sys/unix's, errors from descriptor calls are bare
-// syscall.Errno values and errors from path calls are *fs.PathError
-// wrapping one. Each system call family has its own file: read.go,
-// write.go, seek.go, open.go, dup.go, stat.go, mkdir.go, unlink.go,
-// rename.go, link.go, attr.go, getdents.go, chdir.go, mount.go.
-//
-// A Proc has credentials (cred.go) and is refused where Linux would refuse
-// it (permission.go): NewProc gives a root process, NewProcCred an
-// unprivileged one. The dirfd-relative calls share at.go; openat2's
-// confinement is in openat2.go and the walk (walk.go); access.go, fork.go,
-// device.go (device numbers to drivers) and privs.go (set-ID bits cleared
-// by writes) hold the rest.
 package vfs
 
 import (

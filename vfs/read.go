@@ -17,12 +17,29 @@ import (
 	"github.com/iovfs/iovfs/iov"
 )
 
+// The checks every read shares are written once: readable (the calls at
+// the file position), fileAt and verifyArea (the positioned ones), and
+// pread1 for one positioned buffer. The single-buffer paths reach the
+// driver's scalar Read with no iterator built and one call between them
+// and the driver.
+
+// readable is the descriptor check of the reads at the file position
+// (fdget_pos, then FMODE_READ): the file open as fd for reading, or nil
+// for EBADF. It inlines.
+func (p *Proc) readable(fd int) *file {
+	f := p.files.get(fd)
+	if f == nil || f.mode&fmRead == 0 {
+		return nil
+	}
+	return f
+}
+
 // Read reads up to len(p) bytes from fd at the file position into p, and
 // advances the position by the count, as read(2) does. It returns 0, nil
 // at end of file. A short count is not an error.
 func (p *Proc) Read(fd int, b []byte) (int, error) {
-	f := p.files.get(fd)
-	if f == nil || f.mode&fmRead == 0 {
+	f := p.readable(fd)
+	if f == nil {
 		return 0, errEBADF
 	}
 	if f.mode&fmHold != 0 {
@@ -42,17 +59,25 @@ func (p *Proc) Read(fd int, b []byte) (int, error) {
 // The file position is neither used nor changed. A negative off gives
 // EINVAL; a file that cannot seek gives ESPIPE.
 func (p *Proc) Pread(fd int, b []byte, off int64) (int, error) {
+	return p.pread1(fd, b[:min(len(b), iov.MaxCount)], len(b), off)
+}
+
+// pread1 is pread(2) of buffer b, clamped already from a request of count
+// bytes: ksys_pread64's checks in order (fileAt, then rw_verify_area on
+// the count asked for), then the driver's scalar Read when it has one.
+// Pread and Preadv of one segment share it.
+func (p *Proc) pread1(fd int, b []byte, count int, off int64) (int, error) {
 	f, err := p.fileAt(fd, off, fmRead)
 	if err != nil {
 		return 0, err
 	}
-	if err := verifyArea(off, len(b)); err != nil {
+	if err := verifyArea(off, count); err != nil {
 		return 0, err
 	}
-	if f.rd != nil && len(b) <= iov.MaxCount { // readBuf's first case, without its call
+	if f.rd != nil {
 		return fixCount(f.rd.Read(b, off))
 	}
-	return f.readBuf(b, off)
+	return f.readFit(b, off)
 }
 
 // Readv reads into the buffers of iovs in order, at the file position, as
@@ -60,8 +85,8 @@ func (p *Proc) Pread(fd int, b []byte, off int64) (int, error) {
 // skipped; the total is clamped to 0x7ffff000 bytes. With no non-empty
 // buffer it returns 0 without calling the driver.
 func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
-	f := p.files.get(fd)
-	if f == nil || f.mode&fmRead == 0 {
+	f := p.readable(fd)
+	if f == nil {
 		return 0, errEBADF
 	}
 	if f.mode&fmHold != 0 {
@@ -93,25 +118,10 @@ func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
 // preadv(2) does. A negative off gives EINVAL; a file that cannot seek
 // gives ESPIPE.
 func (p *Proc) Preadv(fd int, iovs [][]byte, off int64) (int, error) {
-	if len(iovs) == 1 {
-		// One non-empty segment of at most MaxCount bytes is Pread,
-		// written out here so that it costs no extra call: the same
-		// checks in the same order (fileAt, then EINVAL for a range past
-		// the largest offset or a driver without a read method), and no
-		// iterator to build. The one unsigned test is Readv's.
-		if b := iovs[0]; uint(len(b))-1 < iov.MaxCount {
-			f, err := p.fileAt(fd, off, fmRead)
-			if err != nil {
-				return 0, err
-			}
-			if err := verifyArea(off, len(b)); err != nil {
-				return 0, err
-			}
-			if f.rd != nil { // Pread's first case: the driver's Read, without readFit's call
-				return fixCount(f.rd.Read(b, off))
-			}
-			return f.readFit(b, off)
-		}
+	// One non-empty segment of at most MaxCount bytes is Pread: no
+	// iterator to build. The one unsigned test is Readv's.
+	if len(iovs) == 1 && uint(len(iovs[0]))-1 < iov.MaxCount {
+		return p.pread1(fd, iovs[0], len(iovs[0]), off)
 	}
 	// Preadv2's path with no flags, without the call: fileAt refuses a
 	// negative off (only preadv2 reads -1 as the file position).
@@ -143,8 +153,8 @@ func (p *Proc) Preadv(fd int, iovs [][]byte, off int64) (int, error) {
 // nothing else.
 func (p *Proc) Preadv2(fd int, iovs [][]byte, off int64, flags int) (int, error) {
 	if off == -1 {
-		f := p.files.get(fd)
-		if f == nil || f.mode&fmRead == 0 {
+		f := p.readable(fd)
+		if f == nil {
 			return 0, errEBADF
 		}
 		if f.mode&fmHold != 0 {

@@ -15,13 +15,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// The checks every write shares are written once, as the reads' are:
+// writable (the calls at the file position), fileAt and verifyArea (the
+// positioned ones), and pwrite1 for one positioned buffer.
+
+// writable is the descriptor check of the writes at the file position
+// (fdget_pos, then FMODE_WRITE): the file open as fd for writing, or nil
+// for EBADF. It inlines.
+func (p *Proc) writable(fd int) *file {
+	f := p.files.get(fd)
+	if f == nil || f.mode&fmWrite == 0 {
+		return nil
+	}
+	return f
+}
+
 // Write writes len(p) bytes from p to fd at the file position, and advances
 // the position by the count, as write(2) does. It may write fewer bytes
 // (a full device or file system); that is not an error. It returns an
 // error only if it wrote nothing.
 func (p *Proc) Write(fd int, b []byte) (int, error) {
-	f := p.files.get(fd)
-	if f == nil || f.mode&fmWrite == 0 {
+	f := p.writable(fd)
+	if f == nil {
 		return 0, errEBADF
 	}
 	if f.mode&fmHold != 0 {
@@ -47,11 +62,20 @@ func (p *Proc) Write(fd int, b []byte) (int, error) {
 // leaving the file position alone. A negative off gives EINVAL; a file that
 // cannot seek gives ESPIPE.
 func (p *Proc) Pwrite(fd int, b []byte, off int64) (int, error) {
+	return p.pwrite1(fd, b[:min(len(b), iov.MaxCount)], len(b), off)
+}
+
+// pwrite1 is pwrite(2) of buffer b, clamped already from a request of
+// count bytes: ksys_pwrite64's checks in order (fileAt, then
+// rw_verify_area on the count asked for), file_remove_privs, then an
+// append for an O_APPEND file (Linux's pwrite appends there too) or the
+// driver's write at off. Pwrite and Pwritev of one segment share it.
+func (p *Proc) pwrite1(fd int, b []byte, count int, off int64) (int, error) {
 	f, err := p.fileAt(fd, off, fmWrite)
 	if err != nil {
 		return 0, err
 	}
-	if err := verifyArea(off, len(b)); err != nil {
+	if err := verifyArea(off, count); err != nil {
 		return 0, err
 	}
 	if f.mode&fmKillPriv != 0 && len(b) != 0 {
@@ -61,14 +85,14 @@ func (p *Proc) Pwrite(fd int, b []byte, off int64) (int, error) {
 		_, n, err := f.app.Append(iov.Buf(b))
 		return fixCount(n, err)
 	}
-	return f.writeBuf(b, off)
+	return f.writeFit(b, off)
 }
 
 // Writev writes the buffers of iovs in order at the file position, as
 // writev(2) does. The vector rules are Readv's.
 func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
-	f := p.files.get(fd)
-	if f == nil || f.mode&fmWrite == 0 {
+	f := p.writable(fd)
+	if f == nil {
 		return 0, errEBADF
 	}
 	if f.mode&fmHold != 0 {
@@ -96,27 +120,10 @@ func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
 // Pwritev is Writev at offset off, leaving the file position alone, as
 // pwritev(2) does.
 func (p *Proc) Pwritev(fd int, iovs [][]byte, off int64) (int, error) {
-	if len(iovs) == 1 {
-		// One non-empty segment of at most MaxCount bytes is Pwrite,
-		// written out as in Preadv: the same checks in the same order,
-		// and O_APPEND appends.
-		if b := iovs[0]; uint(len(b))-1 < iov.MaxCount {
-			f, err := p.fileAt(fd, off, fmWrite)
-			if err != nil {
-				return 0, err
-			}
-			if err := verifyArea(off, len(b)); err != nil {
-				return 0, err
-			}
-			if f.mode&fmKillPriv != 0 {
-				p.removePrivs(f)
-			}
-			if f.appending() && f.app != nil {
-				_, n, err := f.app.Append(iov.Buf(b))
-				return fixCount(n, err)
-			}
-			return f.writeFit(b, off)
-		}
+	// One non-empty segment of at most MaxCount bytes is Pwrite, as in
+	// Preadv: no iterator to build, and O_APPEND appends.
+	if len(iovs) == 1 && uint(len(iovs[0]))-1 < iov.MaxCount {
+		return p.pwrite1(fd, iovs[0], len(iovs[0]), off)
 	}
 	// Pwritev2's path with no flags, without the call: fileAt refuses a
 	// negative off (only pwritev2 reads -1 as the file position).
@@ -150,8 +157,8 @@ func (p *Proc) Pwritev(fd int, iovs [][]byte, off int64) (int, error) {
 // Preadv2's.
 func (p *Proc) Pwritev2(fd int, iovs [][]byte, off int64, flags int) (int, error) {
 	if off == -1 {
-		f := p.files.get(fd)
-		if f == nil || f.mode&fmWrite == 0 {
+		f := p.writable(fd)
+		if f == nil {
 			return 0, errEBADF
 		}
 		if f.mode&fmKillPriv != 0 && anyBytes(iovs) {
