@@ -243,7 +243,34 @@ func (r *rawFS) remove(h *gofuse.InHeader, name string, flags int) gofuse.Status
 		return s
 	}
 	defer r.done(q)
-	return st(q.p.Unlinkat(q.n.fd, name, flags))
+	k, dir := r.s.dirKey(q.n.fd, name)
+	if err := q.p.Unlinkat(q.n.fd, name, flags); err != nil {
+		return st(err)
+	}
+	if dir {
+		r.s.gone(k)
+	}
+	return gofuse.OK
+}
+
+// dirKey returns the key of name in directory fd when it is a directory.
+func (s *Server) dirKey(fd int, name string) (nodeKey, bool) {
+	x, err := s.base.Statx(fd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_INO)
+	if err != nil || uint32(x.Mode)&unix.S_IFMT != unix.S_IFDIR {
+		return nodeKey{}, false
+	}
+	return nodeKey{x.Mnt_id, x.Ino}, true
+}
+
+// gone takes the directory k, just removed, out of the key table: a file
+// system may give its inode number to a new file before the kernel
+// forgets the directory's node (an O_PATH file holds a file's inode, not
+// a directory's, on every one), and a LOOKUP of that file must not find
+// the old node. The node itself stays, for its FORGET.
+func (s *Server) gone(k nodeKey) {
+	s.mu.Lock()
+	delete(s.byKey, k)
+	s.mu.Unlock()
 }
 
 func (r *rawFS) Unlink(cancel <-chan struct{}, h *gofuse.InHeader, name string) gofuse.Status {
@@ -271,7 +298,14 @@ func (r *rawFS) Rename(cancel <-chan struct{}, in *gofuse.RenameIn, oldName, new
 		return st(err)
 	}
 	defer r.s.put(nd)
-	return st(q.p.Renameat2(q.n.fd, oldName, nd.fd, newName, uint(in.Flags)))
+	k, dir := r.s.dirKey(nd.fd, newName)
+	if err := q.p.Renameat2(q.n.fd, oldName, nd.fd, newName, uint(in.Flags)); err != nil {
+		return st(err)
+	}
+	if dir && in.Flags&unix.RENAME_EXCHANGE == 0 {
+		r.s.gone(k) // the directory renamed over is removed
+	}
+	return gofuse.OK
 }
 
 func (r *rawFS) Link(cancel <-chan struct{}, in *gofuse.LinkIn, name string, out *gofuse.EntryOut) gofuse.Status {
