@@ -122,6 +122,9 @@ func (f *file) setfl(p *Proc, arg int) error {
 		return errEINVAL
 	}
 	f.flags.Store(int32(nf))
+	if (nf^old)&unix.O_NOATIME != 0 {
+		tellNoatime(f.h, nf) // noatime.go
+	}
 	return nil
 }
 
@@ -142,6 +145,7 @@ func (f *file) canDirect() bool {
 // flags, after the driver's Open: a FlagSetter is told and may refuse, and
 // otherwise O_DIRECT is checked as Linux's do_dentry_open does.
 func openFlags(h Handle, st Stat, flags int) error {
+	tellNoatime(h, flags) // noatime.go
 	if fs, ok := h.(FlagSetter); ok {
 		return fs.SetFlags(flags &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_NOCTTY | unix.O_CLOEXEC))
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/iovfs/iovfs/internal/testenv"
 )
 
 // TestRunGoStdTests runs the tests of the standard-library packages that
@@ -14,11 +16,11 @@ import (
 // the guest's, the package directory as the working directory, -short as
 // Go's wasip1 builders run them), with a tmpfs at /tmp and iovfs's /dev.
 // Compiling them takes minutes on two cores (os/exec's alone about one),
-// so they run when IOVFS_WASIP1_STD=1, which .ci/run sets, and not under
-// the race detector: the guest is wazero's compiled code either way.
+// so they are a long test (IOVFS_LONG=1, which .ci/run sets), and not run
+// under the race detector: the guest is wazero's compiled code either way.
 func TestRunGoStdTests(t *testing.T) {
-	if os.Getenv("IOVFS_WASIP1_STD") != "1" {
-		t.Skip("set IOVFS_WASIP1_STD=1 to compile and run os, io/fs, path/filepath, archive/tar, archive/zip and os/exec's tests for wasip1")
+	if !testenv.Long() {
+		t.Skip("a long test: IOVFS_LONG=1 compiles and runs os, io/fs, path/filepath, archive/tar, archive/zip and os/exec's tests for wasip1")
 	}
 	if raceEnabled {
 		t.Skip("runs without -race (.ci/run's second go test)")

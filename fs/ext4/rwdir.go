@@ -513,6 +513,7 @@ func (w *Writer) make(c *Caller, dir uint32, name string, mode, uid, gid uint32,
 	if err != nil {
 		return 0, err
 	}
+	mode, gid = inheritGroup(draw, mode, gid) // rwsgid.go
 	isDir := mode&S_IFMT == S_IFDIR
 	if isDir && iLinks(draw) >= linkMax {
 		return 0, syscall.EMLINK

@@ -53,6 +53,7 @@ func (w *Writer) mknodAs(c *Caller, dir uint32, name string, mode uint32, rdev u
 	if err != nil {
 		return 0, err
 	}
+	mode, gid = inheritGroup(draw, mode, gid) // rwsgid.go
 	ino, err := w.newSpecial(dir, mode, rdev, uid, gid)
 	if err != nil {
 		return 0, err

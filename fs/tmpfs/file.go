@@ -188,7 +188,15 @@ func (f *File) free() {
 type OpenFile struct {
 	f        *File
 	released atomic.Bool
+	// noatime says the open file has O_NOATIME: reads leave atime alone
+	// (vfs.NoatimeHandle).
+	noatime atomic.Bool
 }
+
+var _ vfs.NoatimeHandle = (*OpenFile)(nil)
+
+// SetNoatime implements vfs.NoatimeHandle.
+func (h *OpenFile) SetNoatime(on bool) { h.noatime.Store(on) }
 
 // Read implements vfs.Reader. It copies from the page map without a lock
 // (see File.seq); holes read as zeros. A read that reaches end of file is
@@ -206,7 +214,9 @@ func (h *OpenFile) Read(p []byte, off int64) (int, error) {
 	} else if n = f.copyTo(p, off); !f.seqCheck(s) {
 		n = f.readShared(p, off)
 	}
-	f.touchAtime()
+	if !h.noatime.Load() {
+		f.touchAtime()
+	}
 	return n, nil
 }
 
@@ -268,7 +278,9 @@ func (h *OpenFile) ReadIter(dst iov.Iter, off int64) (int, error) {
 	} else if n = f.copyToIter(dst, off); !f.seqCheck(s) {
 		n = f.readIterShared(dst, off) // dst is a copy: the retry starts afresh
 	}
-	f.touchAtime()
+	if !h.noatime.Load() {
+		f.touchAtime()
+	}
 	return n, nil
 }
 

@@ -28,7 +28,9 @@ func (h *OpenFile) SplicePage(off int64, n int) ([]byte, error) {
 		return nil, errEINVAL
 	}
 	f := h.f
-	f.touchAtime()
+	if !h.noatime.Load() {
+		f.touchAtime()
+	}
 	size := atomic.LoadInt64(&f.size)
 	if off >= size || n <= 0 {
 		return nil, nil
