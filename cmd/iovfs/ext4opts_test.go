@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iovfs/iovfs"
 	"github.com/iovfs/iovfs/fs/ext4"
 	"github.com/iovfs/iovfs/internal/testenv"
 )
@@ -97,17 +96,23 @@ func TestImageToolsDirtyJournal(t *testing.T) {
 	if need, err := ext4.NeedsRecovery(fileDev{mustOpen(t, img)}); !need || err != nil {
 		t.Fatalf("NeedsRecovery: %v, %v", need, err)
 	}
-	p, err := iovfs.New()
+	p, err := newProc()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := attachImage(p, img, "/img", ""); err != nil {
+	im, err := attachImage(p, img, "/img", false)
+	if err != nil {
 		t.Fatalf("attachImage of a dirty image: %v", err)
+	}
+	if !im.Replayed {
+		t.Errorf("the journal was not replayed in memory")
 	}
 	if _, err := p.Stat("/img/kept"); err != nil {
 		t.Errorf("stat /img/kept: %v", err)
 	}
-	p.Unmount("/img", 0)
+	if err := closeImages(); err != nil {
+		t.Fatal(err)
+	}
 	if after, _ := os.ReadFile(img); !bytes.Equal(before, after) {
 		t.Error("the image tools wrote to the image")
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/iovfs/iovfs"
+	"github.com/iovfs/iovfs/diskimage"
 	"github.com/iovfs/iovfs/fuse"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
@@ -43,7 +44,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("mount", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, mountUsage) }
-	typ := fl.String("t", "", "file system type: tmpfs, ext4 (ext2, ext3), hostfs, devfs")
+	typ := fl.String("t", "", "file system type: tmpfs, ext4 (ext2, ext3), vfat, hostfs, devfs")
 	optStr := fl.String("o", "", "mount options, comma-separated")
 	allowOther := fl.Bool("allow-other", false, "let other users reach the export (allow_other)")
 	debug := fl.Bool("debug", false, "log every FUSE request")
@@ -187,7 +188,7 @@ func buildExport(typ, source string, flags uintptr, data string) (*vfs.Proc, str
 			return nil, "", false, fmt.Errorf("devfs: -o ro is not supported: the devices are what they are")
 		}
 		return p, "/dev", true, nil
-	case "ext2", "ext3", "ext4":
+	case "ext2", "ext3", "ext4", "vfat":
 		// Without -o ro the image is opened for writing and mounted
 		// read-write (the writer refuses, naming it, a feature it cannot
 		// write; -o ro then mounts it).
@@ -203,6 +204,11 @@ func buildExport(typ, source string, flags uintptr, data string) (*vfs.Proc, str
 		defer f.Close()
 		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 			return nil, "", false, fmt.Errorf("%s: not a regular file (an image is expected)", source)
+		}
+		// One writer per image: the lock lives with the open file
+		// description, which the loop device keeps through its import.
+		if err := diskimage.Lock(f, !ro, source); err != nil {
+			return nil, "", false, err
 		}
 		fd, err := p.ImportFile(f)
 		if err != nil {
@@ -231,7 +237,7 @@ func buildExport(typ, source string, flags uintptr, data string) (*vfs.Proc, str
 		}
 		return p, "/mnt", false, nil
 	}
-	return nil, "", false, fmt.Errorf("unknown file system type %q (tmpfs, ext2, ext3, ext4, hostfs, devfs)", typ)
+	return nil, "", false, fmt.Errorf("unknown file system type %q (tmpfs, ext2, ext3, ext4, vfat, hostfs, devfs)", typ)
 }
 
 // isMountPoint reports whether something is mounted at dir, from

@@ -127,14 +127,26 @@ func runSh(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	devfsOf[p] = dev
+	defer func() {
+		if err := closeImages(); err != nil {
+			fmt.Fprintf(stderr, "iovfs sh: %v\n", err)
+		}
+	}()
 	for _, im := range images {
-		img, target := im, "/mnt/img"
-		if i := strings.LastIndexByte(im, ':'); i > 0 {
-			if _, err := os.Stat(im); err != nil {
-				img, target = im[:i], im[i+1:]
+		// IMAGE[@PART][:TARGET[:rw]]
+		img, target, write := im, "/mnt/img", false
+		if _, err := os.Stat(im); err != nil {
+			if spec, rest, ok := splitImageOperand(im); ok {
+				img, target = spec, rest
+				if t, ok := strings.CutSuffix(rest, ":rw"); ok {
+					target, write = t, true
+				} else if t, ok := strings.CutSuffix(rest, ":ro"); ok {
+					target = t
+				}
 			}
 		}
-		if err := attachImage(p, img, target, ""); err != nil {
+		if _, err := attachImage(p, img, target, write); err != nil {
 			fmt.Fprintf(stderr, "iovfs sh: --image %s: %v\n", im, err)
 			return 1
 		}
