@@ -4,6 +4,13 @@ import (
 	"sync"
 
 	"github.com/iovfs/iovfs/iov"
+	"github.com/iovfs/iovfs/vfs"
+)
+
+var (
+	_ Device         = (*Overlay)(nil)
+	_ vfs.IterReader = (*Overlay)(nil)
+	_ vfs.IterWriter = (*Overlay)(nil)
 )
 
 // Overlay is a device whose writes stay in memory: it reads the lower

@@ -589,7 +589,16 @@ func (o overlayNode) DevInfo() (uint32, uint64) {
 	return unix.S_IFBLK | 0o600, vfs.Mkdev(240, o.minor) // a local/experimental major
 }
 
-func (o overlayNode) Open(int) (vfs.Handle, error) { return block.NewFile(o.Overlay, nil), nil }
+func (o overlayNode) Open(int, vfs.Cred) (vfs.Handle, error) {
+	return block.NewFile(o.Overlay, nil), nil
+}
+
+var (
+	_ devfs.Device   = (*overlayNode)(nil)
+	_ vfs.Opener     = (*overlayNode)(nil)
+	_ vfs.IterReader = (*overlayNode)(nil)
+	_ vfs.IterWriter = (*overlayNode)(nil)
+)
 
 // overlayOf makes an in-memory overlay of the loop device dev as a new
 // device node and returns its path.
