@@ -36,6 +36,10 @@ const (
 	KindVec
 	// KindDiscard accepts and drops up to Len bytes (Linux ITER_DISCARD).
 	KindDiscard
+	// KindStream is a list of buffers whose bytes a driver copies in as
+	// part of a bulk copy (Stream): pieces of a page or more are stored
+	// past the CPU's caches, as a large memmove stores them.
+	KindStream
 )
 
 // Iter is a cursor over the bytes of one transfer. The zero Iter is an
@@ -315,12 +319,18 @@ func CopyAll(it Iter, src []byte) int {
 // caller's bytes this way) and consumes them. It returns the number of
 // bytes copied: min(len(dst), Len()). A discard iterator yields zeros.
 func (it *Iter) CopyIn(dst []byte) int {
-	if it.next == nil && it.base != nil {
+	// KindStream is the largest kind: one compare keeps it off the
+	// single-buffer path, which copies through the caches.
+	if it.next == nil && it.base != nil && it.meta < uint64(KindStream)<<kindShift {
 		n := copy(dst, unsafe.Slice((*byte)(it.base), it.cur))
 		it.consumeBuf(n)
 		return n
 	}
-	return it.walk(walkCopyIn, dst, min(len(dst), it.Len()))
+	op := walkCopyIn
+	if it.Kind() == KindStream {
+		op = walkCopyInStream
+	}
+	return it.walk(op, dst, min(len(dst), it.Len()))
 }
 
 // Zero writes up to n zero bytes into the iterator and consumes them. It
@@ -406,9 +416,10 @@ func zeroSlice(b []byte) {
 
 // What walk does with each piece.
 const (
-	walkCopyOut = iota // copy from p into the segments
-	walkCopyIn         // copy from the segments into p
-	walkZero           // zero the segments
+	walkCopyOut      = iota // copy from p into the segments
+	walkCopyIn              // copy from the segments into p
+	walkZero                // zero the segments
+	walkCopyInStream        // walkCopyIn past the caches (KindStream)
 )
 
 // walk is the segment loop of the vector helpers: it applies op to the
@@ -507,7 +518,7 @@ func apply(op int, base unsafe.Pointer, p []byte, k int) {
 		switch op {
 		case walkCopyOut:
 			*b = p[i]
-		case walkCopyIn:
+		case walkCopyIn, walkCopyInStream:
 			p[i] = *b
 		default:
 			*b = 0
@@ -522,6 +533,8 @@ func applyBig(op int, base unsafe.Pointer, p []byte, k int) {
 		copy(seg, p)
 	case walkCopyIn:
 		copy(p, seg)
+	case walkCopyInStream:
+		copyStream(p[:k], seg)
 	default:
 		clear(seg)
 	}

@@ -130,7 +130,7 @@ func (p *Proc) spliceDirect(in *file, inPos int64, inNoPos bool, out *file, outP
 		if n <= 0 {
 			return fixCount(done, err)
 		}
-		m, err := p.drainTo(pp, out, at(outPos, done, outNoPos), n)
+		m, err := p.drainTo(pp, out, at(outPos, done, outNoPos), n, count >= directPipeSize)
 		done += m
 		if m < n {
 			return fixCount(done, err)
@@ -149,7 +149,10 @@ func at(pos int64, done int, noPos bool) int64 {
 }
 
 // drainTo writes n bytes queued in the private pipe pp to out at off.
-func (p *Proc) drainTo(pp *pipe.Pipe, out *file, off int64, n int) (int, error) {
+// bulk says the copy is large (a megabyte or more): the driver then
+// stores its bytes past the CPU's caches (iov.Stream), as one large
+// memmove would.
+func (p *Proc) drainTo(pp *pipe.Pipe, out *file, off int64, n int, bulk bool) (int, error) {
 	_, sink := out.h.(Discarder)
 	first := true
 	return pp.SpliceOut(n, false, !sink, func(v [][]byte) (int, error) {
@@ -164,7 +167,11 @@ func (p *Proc) drainTo(pp *pipe.Pipe, out *file, off int64, n int) (int, error) 
 			p.removePrivs(out)
 			first = false
 		}
-		k, err := out.writeIter(iov.Vec(v), len(v), off)
+		it := iov.Vec(v)
+		if bulk {
+			it = iov.Stream(v)
+		}
+		k, err := out.writeIter(it, len(v), off)
 		if k > 0 && off != noOffset {
 			off += int64(k)
 		}

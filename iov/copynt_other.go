@@ -1,0 +1,13 @@
+//go:build !amd64 || race
+
+package iov
+
+import "unsafe"
+
+// haveCopyNT is false: copyStream copies as copy does (under the race
+// detector too, which sees no assembly's memory accesses).
+const haveCopyNT = false
+
+func copyNT(dst, src unsafe.Pointer, n int) {
+	copy(unsafe.Slice((*byte)(dst), n), unsafe.Slice((*byte)(src), n))
+}
