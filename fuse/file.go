@@ -163,22 +163,7 @@ func (r *rawFS) Create(cancel <-chan struct{}, in *gofuse.CreateIn, name string,
 	if err != nil {
 		return st(err)
 	}
-	pfd, err := r.s.base.Reopen(fd, unix.O_PATH|unix.O_CLOEXEC)
-	if err == nil {
-		err = r.s.register(pfd, &out.EntryOut)
-	}
-	if err != nil {
-		r.s.base.Close(fd)
-		return st(err)
-	}
-	n, err := r.s.get(out.NodeId)
-	if err != nil {
-		r.s.base.Close(fd)
-		return st(err)
-	}
-	defer r.s.put(n)
-	r.s.opened(n, fd, false, &out.OpenOut)
-	return gofuse.OK
+	return r.created(fd, out)
 }
 
 func (r *rawFS) Read(cancel <-chan struct{}, in *gofuse.ReadIn, buf []byte) (gofuse.ReadResult, gofuse.Status) {
@@ -450,4 +435,43 @@ func (r *rawFS) readDir(in *gofuse.ReadIn, out *gofuse.DirEntryList, plus bool) 
 		d.i++
 		d.next = e.Off
 	}
+}
+
+// Tmpfile makes an unnamed file in directory in.NodeId (open(2) with
+// O_TMPFILE there), as the caller, and replies with its node and an open
+// handle; a later LINK of the node names it (LinkFd), unless it was made
+// with O_EXCL.
+func (r *rawFS) Tmpfile(cancel <-chan struct{}, in *gofuse.CreateIn, out *gofuse.CreateOut) gofuse.Status {
+	q, s := r.begin(&in.InHeader, in.NodeId)
+	if !s.Ok() {
+		return s
+	}
+	defer r.done(q)
+	fl := int(in.Flags)&^(unix.O_CREAT|unix.O_NOCTTY|unix.O_TRUNC|unix.O_NOFOLLOW) | unix.O_TMPFILE | unix.O_CLOEXEC
+	fd, err := q.p.Openat(q.n.fd, ".", fl, in.Mode)
+	if err != nil {
+		return st(err)
+	}
+	return r.created(fd, out)
+}
+
+// created publishes fd, a file just made and opened, as a node and an
+// open handle of it in out.
+func (r *rawFS) created(fd int, out *gofuse.CreateOut) gofuse.Status {
+	pfd, err := r.s.base.Reopen(fd, unix.O_PATH|unix.O_CLOEXEC)
+	if err == nil {
+		err = r.s.register(pfd, &out.EntryOut)
+	}
+	if err != nil {
+		r.s.base.Close(fd)
+		return st(err)
+	}
+	n, err := r.s.get(out.NodeId)
+	if err != nil {
+		r.s.base.Close(fd)
+		return st(err)
+	}
+	defer r.s.put(n)
+	r.s.opened(n, fd, false, &out.OpenOut)
+	return gofuse.OK
 }

@@ -107,16 +107,12 @@ func (p *Proc) TruncateFd(fd int, size int64) error {
 // directory open as newdirfd, as linkat(AT_FDCWD, "/proc/self/fd/FD",
 // newdirfd, newpath, AT_SYMLINK_FOLLOW) does: the rules of Linkat for the
 // caller, whatever credentials fd was opened with. A file with no name
-// left gives ENOENT (vfs_link).
+// left gives ENOENT (the file system's Link, as vfs_link's), except an
+// unnamed file made with O_TMPFILE without O_EXCL, which this names.
 func (p *Proc) LinkFd(fd int, newdirfd int, newpath string) error {
 	old, err := p.fdPlace(fd)
 	if err != nil {
 		return pathErr("linkat", procFd(fd), err)
-	}
-	if st, err := old.node.Stat(); err != nil {
-		return pathErr("linkat", procFd(fd), err)
-	} else if st.Nlink == 0 {
-		return pathErr("linkat", procFd(fd), errENOENT)
 	}
 	dir, name, trailing, err := p.walkParentAt(newdirfd, newpath)
 	if err == nil {

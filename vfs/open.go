@@ -31,7 +31,9 @@ func (p *Proc) Open(path string, flags int, perm uint32) (int, error) {
 // creates is not checked. O_NOATIME needs the file's owner (EPERM). O_PATH
 // opens the file only as a location (for *at calls, Fstat and Fchdir):
 // reads, writes and the other descriptor calls give EBADF. O_CREAT with
-// O_DIRECTORY gives EINVAL, O_TMPFILE EOPNOTSUPP.
+// O_DIRECTORY gives EINVAL. O_TMPFILE makes an unnamed file in the
+// directory path names (tmpfile.go): EOPNOTSUPP where its file system
+// cannot.
 func (p *Proc) Openat(dirfd int, path string, flags int, mode uint32) (int, error) {
 	return p.openAt("openat", dirfd, path, flags, mode, 0)
 }
@@ -62,7 +64,7 @@ func (p *Proc) openFile(dirfd int, path string, flags int, perm uint32, resolve 
 		if flags&unix.O_DIRECTORY == 0 || flags&unix.O_ACCMODE == unix.O_RDONLY {
 			return nil, errEINVAL
 		}
-		return nil, errEOPNOTSUP
+		return p.openTmpfile(dirfd, path, flags, perm, resolve) // tmpfile.go
 	}
 	if err := checkPath(path); err != nil {
 		return nil, err

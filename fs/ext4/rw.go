@@ -152,9 +152,12 @@ type Writer struct {
 	dx     *dxScratch      // htree insertion buffers (rwhtree.go)
 	held   map[uint32]int  // open counts (Hold)
 	orphan map[uint32]bool // unlinked while held: freed at the last Unhold
-	xp     xpath           // the extent path of the running change (rwextent.go)
-	dbuf   []byte          // one block: partial data blocks (rwfile.go)
-	iraw   []byte          // the inode of the running WriteAt/ReadAt
+	// linkable are the orphans made unnamed by tmpfileAs that linkAs may
+	// still name (rwtmpfile.go).
+	linkable map[uint32]bool
+	xp       xpath  // the extent path of the running change (rwextent.go)
+	dbuf     []byte // one block: partial data blocks (rwfile.go)
+	iraw     []byte // the inode of the running WriteAt/ReadAt
 
 	// onDirChange, if set, is called with mu held when a block of
 	// directory ino is written or the directory is freed, and with 0

@@ -640,7 +640,9 @@ func (w *Writer) linkAs(c *Caller, dir uint32, name string, ino uint32) error {
 		return syscall.EPERM
 	}
 	if iLinks(raw) == 0 {
-		return syscall.ENOENT
+		if err := w.nameTmpfile(ino, raw); err != nil { // rwtmpfile.go
+			return err
+		}
 	}
 	if iLinks(raw) >= linkMax {
 		return syscall.EMLINK

@@ -158,6 +158,7 @@ func (w *Writer) processOrphan(ino uint32, freed, cut *int) error {
 func (w *Writer) freeOrphan(ino uint32) error {
 	raw, err := w.getInode(ino) // while still an orphan: links count 0 is valid
 	delete(w.orphan, ino)
+	delete(w.linkable, ino)
 	if err != nil {
 		return err
 	}

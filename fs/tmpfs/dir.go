@@ -240,13 +240,15 @@ func (d *Dir) Link(name string, target vfs.Node, _ vfs.Cred) error {
 	}
 	b := t.base()
 	b.mu.Lock()
-	if b.nlink.Load() == 0 {
+	first := b.nlink.Load() == 0
+	if first && !relink(t) { // tmpfile.go
 		b.mu.Unlock()
 		return errENOENT
 	}
 	// shmem_link: every extra link takes an inode's worth of nr_inodes
 	// (BOGO_INODE_SIZE), since each pins a dentry; dropLink gives it back.
-	if !d.fs.reserveInode() {
+	// An unnamed file's first link takes none: its inode is reserved.
+	if !first && !d.fs.reserveInode() {
 		b.mu.Unlock()
 		return errENOSPC
 	}

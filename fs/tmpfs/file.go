@@ -19,6 +19,10 @@ type File struct {
 	// unlinked file's pages at its last close.
 	opens atomic.Int32
 
+	// linkable says the file, made unnamed (tmpfile.go), may still take
+	// its first link.
+	linkable atomic.Bool
+
 	// mu is the data lock: it protects the fields below. Writes,
 	// truncation and freeing hold it exclusively (Linux holds i_rwsem
 	// for a write), and change the data only between lockData and
