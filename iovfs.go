@@ -111,7 +111,11 @@ func New(opts ...Option) (*vfs.Proc, error) {
 	if _, err := loop.Register(dev, 8); err != nil { // loop-control, loop0-7
 		return nil, fmt.Errorf("iovfs: /dev/%w", err)
 	}
-	ns := vfs.NewNamespace(tmpfs.New(tmpfs.Options{Mode: 0o755, ModeSet: true}))
+	rootOpts, err := tmpfsOptions("mode=0755") // the memory bounds of the tmpfs type
+	if err != nil {
+		return nil, fmt.Errorf("iovfs: %w", err)
+	}
+	ns := vfs.NewNamespace(tmpfs.New(rootOpts))
 	p := vfs.NewProc(ns)
 	for _, d := range []struct {
 		path string

@@ -41,6 +41,7 @@ const daxTurns = 50
 
 var daxExperiment = &Experiment{
 	Name:     "dax",
+	Check:    checkFileFlags,
 	Summary:  "the ext4-dax \"Expense of read_iter\" experiment: 4 KiB reads of a file on ext4 mounted with dax, through each read path",
 	Baseline: "read",
 	Defaults: Params{Loops: daxRounds, Ops: (1<<20 + daxRounds - 1) / daxRounds, Size: 4096, Turns: daxTurns},
@@ -125,6 +126,27 @@ func parseSize(s string) (int64, error) {
 		return 0, errors.New("want a positive size such as 4096 or 64M")
 	}
 	return n * mul, nil
+}
+
+// checkFileFlags checks --file-size and --pattern of the experiments that
+// read one file (dax, fuse): the file, made in the temporary directory,
+// must fit in the space free there.
+func checkFileFlags(extra map[string]string) error {
+	size, err := parseSize(extra["file-size"])
+	if err != nil {
+		return fmt.Errorf("--file-size %q: %w", extra["file-size"], err)
+	}
+	if p := extra["pattern"]; p != "seq" && p != "rand" {
+		return fmt.Errorf("--pattern %q: want seq or rand", p)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(os.TempDir(), &st); err == nil {
+		// The file, and the image holding it (twice the file, at most).
+		if free := int64(st.Bavail) * st.Bsize; 2*size > free {
+			return fmt.Errorf("--file-size %s: the file and its image need %d MiB in %s, which has %d MiB free", extra["file-size"], 2*size>>20, os.TempDir(), free>>20)
+		}
+	}
+	return nil
 }
 
 // daxSetup builds the image: one file of --file-size random bytes, put in

@@ -49,6 +49,10 @@ type Experiment struct {
 	// rather than in what the variant before it (a system call loop, say)
 	// left in the caches and branch predictors.
 	Warm bool
+	// Check, if not nil, checks the experiment's flags (extra holds every
+	// Flag, defaults filled in) before anything runs, so that a bad value
+	// is a usage error rather than a failure minutes in.
+	Check func(extra map[string]string) error
 	// Runner, if not nil, replaces the harness's rounds for an experiment
 	// whose measurements are not one Op per variant (the matrix): Run
 	// resolves the parameters and calls it with the result to fill in.
@@ -121,6 +125,25 @@ var ErrSkip = errors.New("skipped")
 // Skip returns an error that makes the harness skip a variant for reason.
 func Skip(reason string) error {
 	return fmt.Errorf("%w: %s", ErrSkip, reason)
+}
+
+// CheckFlags checks the experiment's flags, with extra overriding their
+// defaults: those Check looks at, and that each names a flag of e.
+func (e *Experiment) CheckFlags(extra map[string]string) error {
+	full := make(map[string]string, len(e.Flags))
+	for _, f := range e.Flags {
+		full[f.Name] = f.Default
+	}
+	for k, v := range extra {
+		if _, ok := full[k]; !ok {
+			return fmt.Errorf("%s has no flag --%s", e.Name, k)
+		}
+		full[k] = v
+	}
+	if e.Check == nil {
+		return nil
+	}
+	return e.Check(full)
 }
 
 // Variant returns the named variant, or nil.

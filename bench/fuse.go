@@ -28,6 +28,7 @@ import (
 
 var fuseExperiment = &Experiment{
 	Name:     "fuse",
+	Check:    checkFileFlags,
 	Summary:  "reads through a FUSE export of iovfs (tmpfs, ext4-dax) against kernel tmpfs, a kernel ext4 loop mount and go-fuse loopback (root)",
 	Baseline: "kernel-ext4",
 	Defaults: Params{Loops: 5, Ops: 256, Size: 1 << 20},

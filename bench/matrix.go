@@ -32,7 +32,11 @@ var matrixOps = []struct{ name, vectored, scalar string }{
 }
 
 var matrixExperiment = &Experiment{
-	Name:     "matrix",
+	Name: "matrix",
+	Check: func(extra map[string]string) error {
+		_, _, _, err := matrixPlan(Params{Extra: extra})
+		return err
+	},
 	Summary:  "vectored against scalar on every driver: one preadv (pwritev) of N segments against N preads (pwrites) of the same ranges",
 	Baseline: "pread",
 	Defaults: Params{Loops: 10, Ops: 1, Size: 1},

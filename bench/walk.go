@@ -38,6 +38,7 @@ import (
 
 var walkExperiment = &Experiment{
 	Name:     "walk",
+	Check:    checkWalkFlags,
 	Summary:  "walk an ext4 image (open, getdents, lstat of every entry by full path): iovfs with and without its caches against the host kernel",
 	Baseline: "kernel-warm",
 	Defaults: Params{Loops: 5, Ops: 1, Size: 1},
@@ -86,6 +87,25 @@ var walkImageCache = true
 
 // lastWalkEnv is the env of the last run, for walkReport's cache figures.
 var lastWalkEnv *walkEnv
+
+// checkWalkFlags checks --tree, --dirs and --files.
+func checkWalkFlags(extra map[string]string) error {
+	if t := extra["tree"]; t != "flat" && t != "nested" {
+		return fmt.Errorf("--tree %q: want flat or nested", t)
+	}
+	for _, k := range []string{"dirs", "files"} {
+		n, err := strconv.Atoi(extra[k])
+		if err != nil || n < 1 || n > 1_000_000 {
+			return fmt.Errorf("--%s %q: want a count from 1 to 1000000", k, extra[k])
+		}
+	}
+	if b := extra["bcache"]; b != "" {
+		if _, err := parseSize(b); err != nil && b != "0" {
+			return fmt.Errorf("--bcache %q: %w", b, err)
+		}
+	}
+	return nil
+}
 
 // walkSetup makes the source tree and the image.
 func walkSetup(p Params) (any, func() error, error) {

@@ -3,11 +3,14 @@ package shell
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/internal/sysmem"
 )
 
 func init() {
@@ -73,6 +76,21 @@ func runDd(c *cmd, args []string) int {
 			return 1
 		}
 		ibs, obs = bs, bs
+	}
+	// The buffers are allocated whole, as GNU dd's are: a size the memory
+	// cannot hold is refused before anything is read.
+	for _, b := range []struct {
+		what string
+		n    int64
+	}{{"input", ibs}, {"output", obs}} {
+		if err := sysmem.Check(b.n, "buffer"); err != nil || int64(int(b.n)) != b.n {
+			c.errorf("memory exhausted by %s buffer of size %d bytes (%s)", b.what, b.n, sysmem.Size(b.n))
+			return 1
+		}
+	}
+	if skip > math.MaxInt64/ibs || seek > math.MaxInt64/obs {
+		c.errorf("offset overflow: skip=%d, seek=%d: %s", skip, seek, errText(unix.EFBIG))
+		return 1
 	}
 	var notrunc, sync bool
 	for _, cv := range strings.Split(ops["conv"], ",") {

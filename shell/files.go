@@ -3,6 +3,7 @@ package shell
 import (
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -907,7 +908,7 @@ func parseSize(s string) (int64, bool) {
 		}
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 0 {
+	if err != nil || v < 0 || v > math.MaxInt64/m {
 		return 0, false
 	}
 	return v * m, true

@@ -15,10 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/iovfs/iovfs/fs/devfs"
 	"github.com/iovfs/iovfs/vfs"
@@ -258,6 +260,21 @@ func errText(err error) string {
 		return msg
 	}
 	return strings.ToUpper(msg[:1]) + msg[1:]
+}
+
+// errDetail is errText that keeps what a file system says about the
+// error (a bad option, a size too large) before the errno's text:
+// "tmpfs: bad option "size=abc": Invalid argument".
+func errDetail(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	var en syscall.Errno
+	if msg := err.Error(); errors.As(err, &en) && msg != en.Error() && strings.HasSuffix(msg, ": "+en.Error()) {
+		return strings.TrimSuffix(msg, en.Error()) + errText(en)
+	}
+	return errText(err)
 }
 
 // isTerminal reports whether w is a host terminal.

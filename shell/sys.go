@@ -1,13 +1,16 @@
 package shell
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/iovfs/iovfs/dev/ram"
+	"github.com/iovfs/iovfs/internal/sysmem"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -231,7 +234,7 @@ func runMount(c *cmd, args []string) int {
 		return 32
 	}
 	if err := c.p.Mount(ops[0], ops[1], fstype, flags, data); err != nil {
-		c.errorf("%s: %s", ops[1], errText(err))
+		c.errorf("%s: %s", ops[1], errDetail(err))
 		return 32
 	}
 	return 0
@@ -450,24 +453,32 @@ func runMkrd(c *cmd, args []string) int {
 		c.errorf("this shell has no devfs to add a RAM disk to")
 		return 1
 	}
-	sect := int64(512)
+	sect := int64(ram.SectorSize)
 	if v := last(opts, "s"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			c.errorf("invalid sector size %s", quote(v))
+		if err != nil || n < 512 || n > ram.Align || n&(n-1) != 0 {
+			c.errorf("invalid sector size %s: want a power of two from 512 to %d", quote(v), ram.Align)
 			return 1
 		}
 		sect = n
 	}
 	nsect, err := strconv.ParseInt(ops[0], 10, 64)
 	if err != nil || nsect <= 0 {
-		c.errorf("invalid sector count %s", quote(ops[0]))
+		if errors.Is(err, strconv.ErrRange) {
+			c.errorf("sector count %s: %s", quote(ops[0]), errText(unix.EFBIG))
+			return 1
+		}
+		c.errorf("invalid sector count %s: want a positive number", quote(ops[0]))
+		return 1
+	}
+	if nsect > (math.MaxInt64-ram.Align)/sect {
+		c.errorf("%d sectors of %d bytes: %s", nsect, sect, errText(unix.EFBIG))
 		return 1
 	}
 	minor := -1
 	if v := last(opts, "m"); v != "" {
-		if minor, err = strconv.Atoi(v); err != nil || minor < 0 {
-			c.errorf("invalid minor %s", quote(v))
+		if minor, err = strconv.Atoi(v); err != nil || minor < 0 || minor > 1<<20-1 {
+			c.errorf("invalid minor %s: want 0 to %d", quote(v), 1<<20-1)
 			return 1
 		}
 	} else {
@@ -482,7 +493,11 @@ func runMkrd(c *cmd, args []string) int {
 	if size%ram.Align != 0 {
 		size += ram.Align - size%ram.Align
 	}
-	d, err := ram.New(uint32(minor), size)
+	d, err := ram.NewSectorSize(uint32(minor), size, int(sect))
+	if errors.Is(err, unix.ENOMEM) {
+		c.errorf("/dev/ram%d: %s: %s is more than the %s of memory this process may have", minor, errText(err), sysmem.Size(size), sysmem.Size(sysmem.Total()))
+		return 1
+	}
 	if err != nil {
 		c.errorf("/dev/ram%d: %s", minor, errText(err))
 		return 1

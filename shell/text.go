@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iovfs/iovfs/internal/sysmem"
 )
 
 func init() {
@@ -191,14 +193,21 @@ func (c *cmd) head(r io.Reader, count int64, bytesMode bool) error {
 		_, err := c.copyOut(io.LimitReader(r, count))
 		return err
 	}
+	// A line is written as it comes, 64 KiB at a time: a line without
+	// end (head /dev/zero) streams, as GNU head's does, and takes no
+	// more memory than the buffer.
 	br := bufio.NewReaderSize(r, 64<<10)
-	for ; count > 0 && !c.stopped(); count-- {
-		line, err := br.ReadBytes('\n')
+	for count > 0 && !c.stopped() {
+		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
 			if _, werr := c.out.Write(line); werr != nil {
 				return nil
 			}
 		}
+		if err == bufio.ErrBufferFull {
+			continue // the rest of the line
+		}
+		count--
 		if err == io.EOF {
 			return nil
 		}
@@ -279,11 +288,22 @@ func (c *cmd) tail(r io.Reader, count int64, plus, bytesMode bool) error {
 }
 
 // readAll reads r to its end, stopping on cancellation.
+// readAll reads r to its end, for the builtins that must hold all of
+// their input (tail, head -N): at most half the memory available when it
+// starts (ENOMEM past it, where GNU's tools report "memory exhausted"),
+// and nothing once the command is stopped (ECANCELED).
 func (c *cmd) readAll(r io.Reader) ([]byte, error) {
 	var b bytes.Buffer
 	buf := make([]byte, 64<<10)
-	for !c.stopped() {
+	limit := sysmem.Available() / 2
+	for {
+		if c.stopped() {
+			return nil, unix.ECANCELED
+		}
 		n, err := r.Read(buf)
+		if int64(b.Len()+n) > limit {
+			return nil, unix.ENOMEM
+		}
 		b.Write(buf[:n])
 		if err == io.EOF {
 			break
@@ -407,26 +427,62 @@ func runWc(c *cmd, args []string) int {
 	return status
 }
 
-func (c *cmd) dumpInput(ops []string) ([]byte, int) {
+// dumpInput calls line for each 16-byte line of the inputs named by ops
+// (standard input for none), read as one stream, with its offset: a
+// stream, so that a dump of /dev/zero runs until it is stopped, in
+// constant memory. It stops at a read error (reported), a write error
+// line returns, cancellation or a closed pipe; it returns the bytes read
+// and the status.
+func (c *cmd) dumpInput(ops []string, line func(b []byte, off int64) error) (int64, int) {
 	if len(ops) == 0 {
 		ops = []string{"-"}
 	}
-	var all []byte
+	buf := make([]byte, 64<<10)
+	n, off := 0, int64(0) // bytes held in buf; offset of buf[0]
+	emit := func(final bool) error {
+		i := 0
+		for ; i+16 <= n || final && i < n; i += 16 {
+			if err := line(buf[i:min(i+16, n)], off+int64(i)); err != nil {
+				return err
+			}
+		}
+		i = min(i, n)
+		copy(buf, buf[i:n])
+		off += int64(i)
+		n -= i
+		return nil
+	}
 	for _, op := range ops {
 		r, done, err := c.openIn(op)
 		if err != nil {
 			c.errorf("%s: %s", op, errText(err))
-			return nil, 1
+			return off + int64(n), 1
 		}
-		b, err := c.readAll(r)
+		for !c.stopped() {
+			m, err := r.Read(buf[n:])
+			n += m
+			if werr := emit(false); werr != nil {
+				done()
+				return off + int64(n), 1
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				done()
+				c.errorf("%s: %s", op, errText(err))
+				return off + int64(n), 1
+			}
+		}
 		done()
-		if err != nil {
-			c.errorf("%s: %s", op, errText(err))
-			return nil, 1
+		if c.stopped() {
+			return off + int64(n), 1
 		}
-		all = append(all, b...)
 	}
-	return all, 0
+	if err := emit(true); err != nil {
+		return off, 1
+	}
+	return off, 0
 }
 
 func printable(b byte) byte {
@@ -445,24 +501,19 @@ func runHexdump(c *cmd, args []string) int {
 		c.errorf("only the canonical format (-C) is supported")
 		return 1
 	}
-	data, st := c.dumpInput(ops)
-	if st != 0 {
-		return st
-	}
 	w := bufio.NewWriter(c.out)
-	var prev []byte
-	star := false
-	for off := 0; off < len(data); off += 16 {
-		line := data[off:min(off+16, len(data))]
-		if prev != nil && len(line) == 16 && bytes.Equal(line, prev) {
+	var prev [16]byte
+	havePrev, star := false, false
+	total, st := c.dumpInput(ops, func(line []byte, off int64) error {
+		if havePrev && len(line) == 16 && bytes.Equal(line, prev[:]) {
 			if !star {
 				w.WriteString("*\n")
 				star = true
 			}
-			continue
+			return nil
 		}
 		star = false
-		prev = line
+		havePrev = copy(prev[:], line) == 16
 		fmt.Fprintf(w, "%08x ", off)
 		for i := 0; i < 16; i++ {
 			if i == 8 {
@@ -478,13 +529,14 @@ func runHexdump(c *cmd, args []string) int {
 		for _, b := range line {
 			w.WriteByte(printable(b))
 		}
-		w.WriteString("|\n")
-	}
-	if len(data) > 0 {
-		fmt.Fprintf(w, "%08x\n", len(data))
+		_, err := w.WriteString("|\n")
+		return err
+	})
+	if st == 0 && total > 0 {
+		fmt.Fprintf(w, "%08x\n", total)
 	}
 	w.Flush()
-	return 0
+	return st
 }
 
 func runXxd(c *cmd, args []string) int {
@@ -492,13 +544,8 @@ func runXxd(c *cmd, args []string) int {
 	if bad != "" {
 		return c.usage("%s", bad)
 	}
-	data, st := c.dumpInput(ops)
-	if st != 0 {
-		return st
-	}
 	w := bufio.NewWriter(c.out)
-	for off := 0; off < len(data); off += 16 {
-		line := data[off:min(off+16, len(data))]
+	_, st := c.dumpInput(ops, func(line []byte, off int64) error {
 		var hex strings.Builder
 		for i, b := range line {
 			if i > 0 && i%2 == 0 {
@@ -510,8 +557,8 @@ func runXxd(c *cmd, args []string) int {
 		for _, b := range line {
 			w.WriteByte(printable(b))
 		}
-		w.WriteByte('\n')
-	}
+		return w.WriteByte('\n')
+	})
 	w.Flush()
-	return 0
+	return st
 }

@@ -105,11 +105,7 @@ func (hostSide) listxattr(path string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, s := range splitNul(buf[:n]) {
-		out = append(out, s)
-	}
-	return out, nil
+	return splitNul(buf[:n]), nil
 }
 func (hostSide) getxattr(path, name string) ([]byte, error) {
 	buf := make([]byte, 64<<10)

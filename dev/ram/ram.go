@@ -5,7 +5,10 @@
 // /dev/ram0 of DefaultSize unless told otherwise with iovfs.WithRAMDisks).
 // Its memory is one contiguous Go allocation made on first use (the first
 // open, I/O or direct access), so a disk that is never opened costs
-// nothing, and it reads as zeros until written. The memory is freed by the
+// nothing, and it reads as zeros until written. New refuses a size larger
+// than the memory the process may ever have, and the allocation one
+// larger than the memory available then: both with ENOMEM (the I/O that
+// would allocate returns it), never a runtime out-of-memory crash. The memory is freed by the
 // garbage collector once neither the disk nor any view from DirectAccess
 // is referenced: a view can never dangle.
 //
@@ -24,6 +27,7 @@ import (
 	"syscall"
 
 	"github.com/iovfs/iovfs/block"
+	"github.com/iovfs/iovfs/internal/sysmem"
 	"github.com/iovfs/iovfs/iov"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
@@ -37,7 +41,7 @@ const (
 	// iovfs takes more because the memory is only allocated on first use,
 	// and 64 MiB holds a useful ext4 image.
 	DefaultSize = 64 << 20
-	// SectorSize is the logical block size, brd's 512.
+	// SectorSize is the default logical block size, brd's 512.
 	SectorSize = 512
 	// Align is what a size must be a multiple of: a page, as brd's sizes
 	// are whole pages, so that direct access maps whole pages.
@@ -49,31 +53,51 @@ const (
 type Disk struct {
 	minor uint32
 	size  int64
+	sect  int // logical block size
 
-	once sync.Once
-	// mem is the disk's memory, set once by once.
+	// mu serialises the allocation of mem.
+	mu sync.Mutex
+	// mem is the disk's memory, set once, under mu.
 	mem atomic.Pointer[[]byte]
 }
 
-// New returns a RAM disk of size bytes with device number (1, minor).
-// size must be a positive multiple of Align; otherwise New gives EINVAL.
+// New returns a RAM disk of size bytes with device number (1, minor) and
+// 512-byte sectors. size must be a positive multiple of Align (EINVAL)
+// that the process's memory could hold (ENOMEM).
 func New(minor uint32, size int64) (*Disk, error) {
-	if size <= 0 || size%Align != 0 || int64(int(size)) != size {
-		return nil, syscall.EINVAL
-	}
-	return &Disk{minor: minor, size: size}, nil
+	return NewSectorSize(minor, size, SectorSize)
 }
 
-// bytes returns the disk's memory, allocating it on first use.
-func (d *Disk) bytes() []byte {
-	if p := d.mem.Load(); p != nil {
-		return *p
+// NewSectorSize is New with a logical block size of sect bytes: a power
+// of two from 512 to 4096, as Linux's block layer allows (EINVAL
+// otherwise).
+func NewSectorSize(minor uint32, size int64, sect int) (*Disk, error) {
+	if size <= 0 || size%Align != 0 || int64(int(size)) != size || sect < 512 || sect > Align || sect&(sect-1) != 0 {
+		return nil, syscall.EINVAL
 	}
-	d.once.Do(func() {
-		b := make([]byte, d.size)
-		d.mem.Store(&b)
-	})
-	return *d.mem.Load()
+	if total := sysmem.Total(); total > 0 && size > total {
+		return nil, syscall.ENOMEM
+	}
+	return &Disk{minor: minor, size: size, sect: sect}, nil
+}
+
+// bytes returns the disk's memory, allocating it on first use: ENOMEM if
+// the memory available then cannot hold it (a later call tries again).
+func (d *Disk) bytes() ([]byte, error) {
+	if p := d.mem.Load(); p != nil {
+		return *p, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if p := d.mem.Load(); p != nil {
+		return *p, nil
+	}
+	if err := sysmem.Check(d.size, "the RAM disk"); err != nil {
+		return nil, syscall.ENOMEM
+	}
+	b := make([]byte, d.size)
+	d.mem.Store(&b)
+	return b, nil
 }
 
 // DevInfo implements devfs.Device: a block device (1, minor), mode 0660.
@@ -91,7 +115,7 @@ func (d *Disk) Open(int, vfs.Cred) (vfs.Handle, error) {
 func (d *Disk) Size() int64 { return d.size }
 
 // SectorSize implements block.Device.
-func (d *Disk) SectorSize() int { return SectorSize }
+func (d *Disk) SectorSize() int { return d.sect }
 
 // ReadOnly implements block.Device: a RAM disk is always writable.
 func (d *Disk) ReadOnly() bool { return false }
@@ -101,19 +125,27 @@ func (d *Disk) Flush() error { return nil }
 
 // ReadIter implements block.Device.
 func (d *Disk) ReadIter(dst iov.Iter, off int64) (int, error) {
-	if err := block.Check(off, dst.Len(), SectorSize, d.size); err != nil {
+	if err := block.Check(off, dst.Len(), d.sect, d.size); err != nil {
 		return 0, err
 	}
-	return iov.CopyAll(dst, d.bytes()[off:]), nil
+	b, err := d.bytes()
+	if err != nil {
+		return 0, err
+	}
+	return iov.CopyAll(dst, b[off:]), nil
 }
 
 // WriteIter implements block.Device.
 func (d *Disk) WriteIter(src iov.Iter, off int64) (int, error) {
-	if err := block.Check(off, src.Len(), SectorSize, d.size); err != nil {
+	if err := block.Check(off, src.Len(), d.sect, d.size); err != nil {
+		return 0, err
+	}
+	b, err := d.bytes()
+	if err != nil {
 		return 0, err
 	}
 	n := src.Len()
-	src.CopyIn(d.bytes()[off : off+int64(n)])
+	src.CopyIn(b[off : off+int64(n)])
 	return n, nil
 }
 
@@ -123,6 +155,10 @@ func (d *Disk) DirectAccess(off int64, n int) ([]byte, error) {
 	if err := block.CheckDirect(off, n, d.size); err != nil {
 		return nil, err
 	}
+	b, err := d.bytes()
+	if err != nil {
+		return nil, err
+	}
 	end := off + int64(n)
-	return d.bytes()[off:end:end], nil
+	return b[off:end:end], nil
 }

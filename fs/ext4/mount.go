@@ -15,7 +15,6 @@ package ext4
 
 import (
 	"fmt"
-	"log"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iovfs/iovfs/block"
+	"github.com/iovfs/iovfs/notice"
 	"github.com/iovfs/iovfs/vfs"
 )
 
@@ -33,9 +33,8 @@ import (
 var Types = []string{"ext4", "ext3", "ext2"}
 
 // Mount is the vfs.MountFunc of the ext4 driver. Warnings (a journal that
-// needs recovery, a bad group descriptor checksum) go to the standard
-// logger, prefixed with the source; use NewMountFunc to send them
-// elsewhere.
+// needs recovery, a bad group descriptor checksum) are posted to package
+// notice, with the source; use NewMountFunc to send them elsewhere.
 //
 // With MS_RDONLY the mount is this read-only driver and req.Source is
 // opened O_RDONLY; a journal that needs recovery is first replayed into
@@ -97,13 +96,14 @@ func Mount(req vfs.MountRequest) (vfs.FileSystem, error) {
 }
 
 // NewMountFunc returns a vfs.MountFunc like Mount whose warnings go to
-// logf; nil means the standard logger (stderr).
+// logf; nil means package notice.
 func NewMountFunc(logf func(format string, args ...any)) vfs.MountFunc {
 	return func(req vfs.MountRequest) (vfs.FileSystem, error) {
 		lf := logf
 		if lf == nil {
 			lf = func(format string, args ...any) {
-				log.Printf("ext4 (%s): "+format, append([]any{req.Source}, args...)...)
+				msg := strings.TrimPrefix(fmt.Sprintf(format, args...), "ext4: ")
+				notice.Post(notice.Notice{Driver: "ext4", Source: req.Source, Msg: msg})
 			}
 		}
 		return mount(req, lf)
