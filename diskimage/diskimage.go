@@ -122,9 +122,6 @@ func Attach(p *vfs.Proc, spec Spec, o Options) (*Image, error) {
 	if !fi.Mode().IsRegular() && fi.Mode()&os.ModeDevice == 0 {
 		return nil, fmt.Errorf("%s: not an image file", spec.Path)
 	}
-	if err := Lock(f, o.Write, spec.Path); err != nil {
-		return nil, err
-	}
 	size := fi.Size()
 	if fi.Mode()&os.ModeDevice != 0 {
 		if s, err := f.Seek(0, 2); err == nil {
@@ -138,6 +135,15 @@ func Attach(p *vfs.Proc, spec Spec, o Options) (*Image, error) {
 			return nil, err
 		}
 		im.Start, im.Size = part.Start, part.Size
+	}
+	// The lock covers what is attached: the whole file, or the
+	// partition's bytes, so that two partitions have a writer each.
+	lockLen := im.Size
+	if spec.Part == "" {
+		lockLen = 0 // to the end of the file, however it grows
+	}
+	if err := LockRange(f, o.Write, spec.String(), im.Start, lockLen); err != nil {
+		return nil, err
 	}
 	typ, recover, err := detect(f, im.Start, im.Size)
 	if err != nil {
@@ -367,7 +373,13 @@ func splitLast(path string) (string, string) {
 // shared for a reader. A conflict gives an error naming the image and,
 // when it can be found, the process that holds the lock.
 func Lock(f *os.File, write bool, name string) error {
-	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: 0}
+	return LockRange(f, write, name, 0, 0)
+}
+
+// LockRange is Lock on the bytes [start, start+length) of f (length 0:
+// to the end of the file).
+func LockRange(f *os.File, write bool, name string, start, length int64) error {
+	lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: 0, Start: start, Len: length}
 	if write {
 		lk.Type = unix.F_WRLCK
 	}
@@ -381,7 +393,7 @@ func Lock(f *os.File, write bool, name string) error {
 	what := "in use by a writer"
 	if write {
 		what = "in use"
-		probe := unix.Flock_t{Type: unix.F_WRLCK}
+		probe := unix.Flock_t{Type: unix.F_WRLCK, Start: start, Len: length}
 		if unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &probe) == nil && probe.Type == unix.F_RDLCK {
 			what = "open for reading"
 		}

@@ -283,6 +283,11 @@ func (c *copier) run(operands []string) int {
 	}
 	c.jobs = make(chan cpJob, 256)
 	workers := max(1, runtime.NumCPU())
+	if im := c.images[destSpec]; im != nil && im.FSType == "vfat" {
+		// A FAT volume serialises its writers on one lock: more
+		// workers only wait for it.
+		workers = 1
+	}
 	for range workers {
 		c.wg.Go(func() {
 			buf := make([]byte, 1<<20)

@@ -142,3 +142,51 @@ func TestImageConfinementCommands(t *testing.T) {
 		t.Errorf("cp through ..: %q %s", out.String(), errb.String())
 	}
 }
+
+// TestImageLockPartitions: each partition has a writer of its own; a
+// second writer of one partition, or of the whole disk, is refused.
+func TestImageLockPartitions(t *testing.T) {
+	testenv.RequireTool(t, "sgdisk", "mkfs.fat", "fsck.fat")
+	img := filepath.Join(t.TempDir(), "disk.img")
+	os.WriteFile(img, nil, 0o644)
+	os.Truncate(img, 64<<20)
+	if out, err := exec.Command("sgdisk", "-n1:2048:+20M", "-t1:ef00", "-c1:ESP", "-n2:0:+20M", "-c2:data", img).CombinedOutput(); err != nil {
+		t.Fatalf("sgdisk: %v\n%s", err, out)
+	}
+	for _, off := range []string{"2048", "43008"} {
+		if out, err := exec.Command("mkfs.fat", "-F", "16", "--offset="+off, img, "20480").CombinedOutput(); err != nil {
+			t.Fatalf("mkfs.fat: %v\n%s", err, out)
+		}
+	}
+	p, err := newProc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := attachImage(p, img+"@ESP", "/esp", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := attachImage(p, img+"@2", "/data", true); err != nil {
+		t.Fatalf("a writer of partition 2 beside one of partition 1: %v", err)
+	}
+	if _, err := attachImage(p, img+"@1", "/again", true); err == nil {
+		t.Errorf("a second writer of partition 1 was let in")
+	}
+	if _, err := attachImage(p, img, "/whole", true); err == nil {
+		t.Errorf("a writer of the whole disk beside partition writers was let in")
+	}
+	for _, d := range []string{"/esp", "/data"} {
+		f, err := p.OpenFile(d+"/hello.txt", 0o101, 0o644) // O_WRONLY|O_CREAT
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write([]byte(d))
+		f.Close()
+	}
+	if err := closeImages(); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if st := run([]string{"cat", img + "@data:/hello.txt"}, &out, &errb); st != 0 || out.String() != "/data" {
+		t.Errorf("cat @data: %q %s", out.String(), errb.String())
+	}
+}

@@ -161,8 +161,10 @@ func (v *Volume) ReadAt(n *Node, p []byte, off int64) (int, error) {
 }
 
 // grow makes file n's chain hold at least size bytes, zero-filling the
-// bytes from its current size (FAT has no holes: fat_cont_expand).
-func (v *Volume) grow(n *Node, size int64) error {
+// bytes from its current size to zeroTo (FAT has no holes:
+// fat_cont_expand); a write zero-fills only the gap before its offset,
+// since it writes the rest itself.
+func (v *Volume) grow(n *Node, size, zeroTo int64) error {
 	cs, err := v.chainOf(n)
 	if err != nil {
 		return err
@@ -186,8 +188,8 @@ func (v *Volume) grow(n *Node, size int64) error {
 	// Zero from the old size to the end of its cluster, and whole new
 	// clusters up to size.
 	old := int64(n.size)
-	if size > old {
-		if err := v.zero(n, old, size); err != nil {
+	if zeroTo > old {
+		if err := v.zero(n, old, zeroTo); err != nil {
 			return err
 		}
 	}
@@ -249,7 +251,7 @@ func (v *Volume) writeAt(n *Node, p []byte, off int64, now time.Time) (int, erro
 		p = p[:MaxFileSize-off]
 	}
 	end := off + int64(len(p))
-	if err := v.grow(n, end); err == syscall.ENOSPC {
+	if err := v.grow(n, end, off); err == syscall.ENOSPC {
 		// Write what the free clusters hold (a short write).
 		cl := int64(v.g.clusterSize)
 		have := int64(len(n.chain))*cl + int64(v.fat.free)*cl
@@ -258,7 +260,7 @@ func (v *Volume) writeAt(n *Node, p []byte, off int64, now time.Time) (int, erro
 		}
 		end = have
 		p = p[:end-off]
-		if err := v.grow(n, end); err != nil {
+		if err := v.grow(n, end, off); err != nil {
 			return 0, v.done(err)
 		}
 	} else if err != nil {
@@ -312,7 +314,7 @@ func (v *Volume) Truncate(n *Node, size int64, now time.Time) error {
 		return syscall.EFBIG
 	}
 	if size > int64(n.size) {
-		if err := v.grow(n, size); err != nil {
+		if err := v.grow(n, size, size); err != nil {
 			return v.done(err)
 		}
 	} else {
