@@ -46,6 +46,11 @@ func credSetup(t *testing.T, root string) {
 	file("x", 0o755, 0, 0)
 	file("nox", 0o644, 0, 0)
 	file("sgid", 0o2775, 0, 2000)
+	// Set-ID files others may write: a write, a truncate and an
+	// ftruncate by a non-owner clear the bits (file_remove_privs).
+	file("kp-write", 0o6777, 0, 0)
+	file("kp-trunc", 0o6777, 0, 0)
+	file("kp-ftrunc", 0o6757, 0, 2000)
 }
 
 func modeBits(m uint32) os.FileMode {
@@ -143,6 +148,23 @@ func credSteps(root string) []int {
 	e(unix.Mknod(p("mine/fifo"), unix.S_IFIFO|0o644, 0))
 	stat("mine/fifo")
 	e(unix.Mknod(p("mine/chr"), unix.S_IFCHR|0o644, int(unix.Mkdev(1, 3))))
+	if fd, err := unix.Open(p("kp-write"), unix.O_WRONLY, 0); err == nil {
+		_, err = unix.Write(fd, []byte("x"))
+		e(err)
+		unix.Close(fd)
+	} else {
+		e(err)
+	}
+	stat("kp-write")
+	e(unix.Truncate(p("kp-trunc"), 1))
+	stat("kp-trunc")
+	if fd, err := unix.Open(p("kp-ftrunc"), unix.O_WRONLY, 0); err == nil {
+		e(unix.Ftruncate(fd, 1))
+		unix.Close(fd)
+	} else {
+		e(err)
+	}
+	stat("kp-ftrunc")
 	return out
 }
 
