@@ -85,9 +85,12 @@ func (p *Proc) openFile(dirfd int, path string, flags int, perm uint32, resolve 
 	if err != nil {
 		return nil, err
 	}
-	loc, created, err := p.lookupForOpen(&w, start, path, flags, perm)
+	loc, created, pin, err := p.lookupForOpen(&w, start, path, flags, perm)
 	if err != nil {
 		return nil, err
+	}
+	if pin != nil {
+		defer pin.Release()
 	}
 	f, err := p.openLoc(loc, flags, created)
 	if f != nil {
@@ -105,37 +108,38 @@ const (
 
 // lookupForOpen is the walk of open(2): Linux's path_openat, with its
 // O_CREAT, O_EXCL and O_NOFOLLOW rules. created reports whether it made
-// the file.
-func (p *Proc) lookupForOpen(w *walker, cur location, path string, flags int, perm uint32) (location, bool, error) {
+// the file. pin, when not nil, holds an existing file that O_CREAT found
+// (openCreate) until the caller has opened it and releases pin.
+func (p *Proc) lookupForOpen(w *walker, cur location, path string, flags int, perm uint32) (loc location, created bool, pin Releaser, err error) {
 	follow := flags&unix.O_NOFOLLOW == 0
 	if flags&unix.O_CREAT == 0 {
 		loc, err := w.resolve(cur, path, follow)
 		if err != nil {
-			return location{}, false, err
+			return location{}, false, nil, err
 		}
 		if _, ok := loc.node.(Readlinker); ok && !follow && flags&unix.O_PATH == 0 {
-			return location{}, false, unix.ELOOP
+			return location{}, false, nil, unix.ELOOP
 		}
-		return loc, false, nil
+		return loc, false, nil, nil
 	}
 	for {
 		dir, name, trailing, err := w.parent(cur, path)
 		if err != nil {
-			return location{}, false, err
+			return location{}, false, nil, err
 		}
 		if trailing {
-			return location{}, false, errEISDIR // open_last_lookups: O_CREAT and a trailing slash
+			return location{}, false, nil, errEISDIR // open_last_lookups: O_CREAT and a trailing slash
 		}
 		if name == "" || name == "." || name == ".." {
 			// do_open: O_CREAT on a directory.
 			if _, err := w.step(dir, name, true); err != nil {
-				return location{}, false, err
+				return location{}, false, nil, err
 			}
-			return location{}, false, errEISDIR
+			return location{}, false, nil, errEISDIR
 		}
-		loc, created, target, err := p.openCreate(w, dir, name, flags, perm)
+		loc, created, pin, target, err := p.openCreate(w, dir, name, flags, perm)
 		if err != nil || target == "" {
-			return loc, created, err
+			return loc, created, pin, err
 		}
 		// Create or open the symlink's target, relative to dir.
 		cur, path = dir, target
@@ -145,62 +149,76 @@ func (p *Proc) lookupForOpen(w *walker, cur location, path string, flags int, pe
 // openCreate is lookup_open and open_last_lookups for O_CREAT: the last
 // component name is looked up in dir, and created if it is missing,
 // under dir's lock, so that no other change of the name comes between.
-// A symlink there is not followed: its target is returned for the caller
-// to resolve and create, after the lock is dropped.
-func (p *Proc) openCreate(w *walker, dir location, name string, flags int, perm uint32) (loc location, created bool, target string, err error) {
+// The file found or made is pinned (PathOpener) before the lock is
+// dropped, as Linux's dentry holds the inode, so that an unlink right
+// after cannot free it before it is opened: the open then opens the
+// unlinked file, where it would otherwise fail with ENOENT. A symlink there is not
+// followed: its target is returned for the caller to resolve and create,
+// after the lock is dropped.
+func (p *Proc) openCreate(w *walker, dir location, name string, flags int, perm uint32) (loc location, created bool, pin Releaser, target string, err error) {
 	l := p.ns.lockDir(dir.node)
 	defer l.unlock()
 	if err := l.alive(); err != nil {
-		return location{}, false, "", err // lookup_open: IS_DEADDIR
+		return location{}, false, nil, "", err // lookup_open: IS_DEADDIR
 	}
 	follow := flags&unix.O_NOFOLLOW == 0
 	existing, err := w.step(dir, name, false)
 	if err == nil {
 		if flags&unix.O_EXCL != 0 {
-			return location{}, false, "", unix.EEXIST
+			return location{}, false, nil, "", unix.EEXIST
 		}
 		rl, isLink := existing.node.(Readlinker)
 		if !isLink {
 			if isDir(existing.node) {
-				return location{}, false, "", errEISDIR // do_open: O_CREAT on a directory
+				return location{}, false, nil, "", errEISDIR // do_open: O_CREAT on a directory
 			}
-			return existing, false, "", nil
+			if po, ok := existing.node.(PathOpener); ok {
+				if pin, err = po.OpenPath(); err != nil {
+					return location{}, false, nil, "", err
+				}
+			}
+			return existing, false, pin, "", nil
 		}
 		if !follow || w.rflags&unix.RESOLVE_NO_SYMLINKS != 0 {
-			return location{}, false, "", unix.ELOOP
+			return location{}, false, nil, "", unix.ELOOP
 		}
 		w.links++
 		if w.links > maxSymlinks {
-			return location{}, false, "", unix.ELOOP
+			return location{}, false, nil, "", unix.ELOOP
 		}
 		target, err := rl.Readlink()
 		if err == nil {
 			err = checkPath(target)
 		}
-		return location{}, false, target, err
+		return location{}, false, nil, target, err
 	}
 	if err != errENOENT && err != unix.ENOENT {
-		return location{}, false, "", err
+		return location{}, false, nil, "", err
 	}
 	if dir.mnt.readonly {
-		return location{}, false, "", unix.EROFS
+		return location{}, false, nil, "", unix.EROFS
 	}
 	c := w.cred
 	if err := c.mayCreate(dir, l); err != nil {
-		return location{}, false, "", err // may_o_create
+		return location{}, false, nil, "", err // may_o_create
 	}
 	cr, ok := dir.node.(Creator)
 	if !ok {
-		return location{}, false, "", unix.EPERM
+		return location{}, false, nil, "", unix.EPERM
 	}
 	mode := c.stripSgid(dir.node, unix.S_IFREG|perm&0o7777) & 0o7777 &^ p.umask.Load()
 	ch := p.ns.dcache.invalidate(dir.node, name)
 	n, err := cr.Create(name, mode, c.fsCred())
 	ch.done()
 	if err != nil {
-		return location{}, false, "", err
+		return location{}, false, nil, "", err
 	}
-	return location{dir.mnt, n}, true, "", nil
+	if po, ok := n.(PathOpener); ok {
+		if pin, err = po.OpenPath(); err != nil {
+			return location{}, false, nil, "", err
+		}
+	}
+	return location{dir.mnt, n}, true, pin, "", nil
 }
 
 // openLoc opens the node at loc: do_open, may_open and vfs_open in their

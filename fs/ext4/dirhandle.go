@@ -101,7 +101,9 @@ func (d *dirNode) Open(flags int, _ vfs.Cred) (vfs.Handle, error) {
 // The handle holds the inode, so a directory removed while it is open
 // stays an orphan until Release.
 func (d *rwDir) Open(flags int, _ vfs.Cred) (vfs.Handle, error) {
-	d.fs.w.Hold(d.ino)
+	if err := d.pin(); err != nil {
+		return nil, err
+	}
 	return &dirHandle{rw: d}, nil
 }
 

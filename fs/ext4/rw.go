@@ -182,6 +182,8 @@ type Writer struct {
 	// matter (rwspace.go), unless the operation names its own (lockAs);
 	// the zero value is root. Set it before the first operation.
 	Caller Caller
+	// onRelease is OnRelease's function, under mu.
+	onRelease func(ino uint32)
 	// MountPoint is what s_last_mounted gets at the first open of a
 	// regular file through the read-write mount (rwsuper.go); empty
 	// leaves it alone. Set it before the first operation.

@@ -584,6 +584,9 @@ func (w *Writer) make(c *Caller, dir uint32, name string, mode, uid, gid uint32,
 // releaseInode frees ino's blocks and the inode itself, leaving it as
 // ext4_free_inode does: no links, no blocks, a deletion time.
 func (w *Writer) releaseInode(ino uint32, raw []byte, isDir bool) error {
+	if w.onRelease != nil {
+		w.onRelease(ino)
+	}
 	delete(w.dirs, ino)
 	delete(w.newInline, ino)
 	if isDir {

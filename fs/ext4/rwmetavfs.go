@@ -18,12 +18,20 @@ func (n *rwBase) Setxattr(name string, data []byte, flags int, c vfs.Cred) error
 	if data == nil {
 		data = []byte{}
 	}
+	if err := n.pin(); err != nil {
+		return err
+	}
+	defer n.fs.unhold(n.ino)
 	cl := callerOf(c)
 	return n.fs.check("ext4_xattr_set", n.fs.w.setXattr(&cl, n.ino, name, data, flags))
 }
 
 // Removexattr implements vfs.XattrSetter, acting for c.
 func (n *rwBase) Removexattr(name string, c vfs.Cred) error {
+	if err := n.pin(); err != nil {
+		return err
+	}
+	defer n.fs.unhold(n.ino)
 	cl := callerOf(c)
 	return n.fs.check("ext4_xattr_set", n.fs.w.setXattr(&cl, n.ino, name, nil, 2)) // XATTR_REPLACE, as __vfs_removexattr
 }
@@ -52,9 +60,5 @@ func (d *rwDir) renameWhiteout(oldName string, nd *rwDir, newName string, flags 
 		return syscall.EEXIST
 	}
 	cl := callerOf(c)
-	err := d.fs.w.renameWhiteoutAs(&cl, d.ino, oldName, nd.ino, newName, c.Uid, c.Gid)
-	if err == nil && over != 0 {
-		d.fs.forget(over)
-	}
-	return err
+	return d.fs.w.renameWhiteoutAs(&cl, d.ino, oldName, nd.ino, newName, c.Uid, c.Gid)
 }

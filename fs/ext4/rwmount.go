@@ -117,6 +117,7 @@ func mountRW(req vfs.MountRequest, opts mountOpts, logf func(string, ...any)) (v
 	}
 	w.StartCommitter()
 	fs := &rwFS{w: w, b: b, bs: uint64(w.v.bs), nodes: map[uint32]vfs.Node{}}
+	w.OnRelease(fs.released) // rwopenpath.go
 	fs.startListings(opts.bcache, block.ReadEnd(dev))
 	return fs, nil
 }
@@ -173,21 +174,25 @@ func (fs *rwFS) node(ino uint32, mode uint32) (vfs.Node, error) {
 	if n := fs.nodes[ino]; n != nil && rwType(n) == want {
 		return n, nil
 	}
-	// Absent, or the node of a freed inode whose number was reused for a
-	// file of another type before forget dropped it (an unlink races a
-	// create elsewhere): a new node for the new inode.
-	b := rwBase{fs: fs, ino: ino}
+	// Absent (a freed inode's node leaves the table at once: released),
+	// or of another type: a new node for the inode.
 	var n vfs.Node
+	var b *rwBase
 	switch mode & S_IFMT {
 	case S_IFDIR:
-		n = &rwDir{rwBase: b}
+		d := &rwDir{}
+		n, b = d, &d.rwBase
 	case S_IFREG:
-		n = &rwFile{b}
+		f := &rwFile{}
+		n, b = f, &f.rwBase
 	case S_IFLNK:
-		n = &rwLink{b}
+		l := &rwLink{}
+		n, b = l, &l.rwBase
 	default:
-		n = &rwSpecial{b}
+		s := &rwSpecial{}
+		n, b = s, &s.rwBase
 	}
+	b.fs, b.ino = fs, ino
 	fs.nodes[ino] = n
 	return n, nil
 }
@@ -206,30 +211,21 @@ func rwType(n vfs.Node) uint32 {
 	return 0
 }
 
-// forget drops ino's node if the inode is gone.
-func (fs *rwFS) forget(ino uint32) {
-	gone := false
-	fs.w.View(func(v *Volume) error {
-		raw, err := fs.w.getInode(ino)
-		gone = err != nil || iLinks(raw) == 0 && !fs.w.orphan[ino]
-		return nil
-	})
-	if gone {
-		fs.mu.Lock()
-		delete(fs.nodes, ino)
-		fs.mu.Unlock()
-	}
-}
-
 type rwBase struct {
 	fs  *rwFS
 	ino uint32
+	// gone is set, under the Writer's lock, when the inode is freed
+	// (rwopenpath.go).
+	gone atomic.Bool
 }
 
 // Stat implements vfs.Node.
 func (n *rwBase) Stat() (vfs.Stat, error) {
 	var st vfs.Stat
 	err := n.fs.w.View(func(v *Volume) error {
+		if err := n.present(); err != nil {
+			return err
+		}
 		raw, err := n.fs.w.getInode(n.ino)
 		if err != nil {
 			return err
@@ -252,30 +248,12 @@ func (n *rwBase) Stat() (vfs.Stat, error) {
 	return st, n.fs.check("ext4_getattr", err)
 }
 
-// OpenPath implements vfs.PathOpener: an O_PATH open (or one of a FIFO or
-// device node) holds the inode as an open file does, so one unlinked
-// meanwhile stays an orphan until the last such file closes.
-func (n *rwBase) OpenPath() (vfs.Releaser, error) {
-	n.fs.w.Hold(n.ino)
-	return pathHold{n}, nil
-}
-
-// pathHold is OpenPath's hold.
-type pathHold struct{ n *rwBase }
-
-// Release implements vfs.Releaser.
-func (h pathHold) Release() error { return h.n.fs.unhold(h.n.ino) }
-
-// unhold ends a Hold of ino, freeing an orphan at the last one, and lets
-// the node go once the inode is gone.
-func (fs *rwFS) unhold(ino uint32) error {
-	err := fs.w.Unhold(ino)
-	fs.forget(ino)
-	return fs.check("ext4_evict_inode", err)
-}
-
 // Setattr implements vfs.Setattrer; a truncate acts for c.
 func (n *rwBase) Setattr(a vfs.SetAttr, c vfs.Cred) error {
+	if err := n.pin(); err != nil {
+		return err
+	}
+	defer n.fs.unhold(n.ino)
 	w := n.fs.w
 	if a.Valid&vfs.SetSize != 0 {
 		cl := callerOf(c)
@@ -312,12 +290,20 @@ func (n *rwBase) Setattr(a vfs.SetAttr, c vfs.Cred) error {
 
 // Getxattr implements vfs.Xattrer.
 func (n *rwBase) Getxattr(name string) ([]byte, error) {
+	if err := n.pin(); err != nil {
+		return nil, err
+	}
+	defer n.fs.unhold(n.ino)
 	b, err := n.fs.w.Getxattr(n.ino, name)
 	return b, n.fs.check("ext4_xattr_get", err)
 }
 
 // Listxattr implements vfs.Xattrer.
 func (n *rwBase) Listxattr() ([]string, error) {
+	if err := n.pin(); err != nil {
+		return nil, err
+	}
+	defer n.fs.unhold(n.ino)
 	l, err := n.fs.w.Listxattr(n.ino)
 	return l, n.fs.check("ext4_listxattr", err)
 }
@@ -342,6 +328,9 @@ func (d *rwDir) Lookup(name string) (vfs.Node, error) {
 	var ino, mode uint32
 	w := d.fs.w
 	err := w.View(func(v *Volume) error {
+		if err := d.present(); err != nil {
+			return err
+		}
 		raw, err := w.getInode(d.ino)
 		if err != nil {
 			return err
@@ -448,6 +437,10 @@ func (d *rwDir) Link(name string, target vfs.Node, c vfs.Cred) error {
 	if !ok {
 		return syscall.EXDEV
 	}
+	if err := baseOf(target).pin(); err != nil {
+		return err // vfs_link: the target's last link went meanwhile
+	}
+	defer d.fs.unhold(ino)
 	cl := callerOf(c)
 	return d.fs.check("ext4_link", d.fs.w.linkAs(&cl, d.ino, name, ino))
 }
@@ -471,32 +464,17 @@ func (d *rwDir) lookupIno(name string) uint32 {
 
 // Unlink implements vfs.Unlinker.
 func (d *rwDir) Unlink(name string, _ vfs.Cred) error {
-	ino := d.lookupIno(name)
-	err := d.fs.w.Unlink(d.ino, name)
-	if err == nil {
-		d.fs.forget(ino)
-	}
-	return d.fs.check("ext4_unlink", err)
+	return d.fs.check("ext4_unlink", d.fs.w.Unlink(d.ino, name))
 }
 
 // Rmdir implements vfs.Rmdirer.
 func (d *rwDir) Rmdir(name string, _ vfs.Cred) error {
-	ino := d.lookupIno(name)
-	err := d.fs.w.Rmdir(d.ino, name)
-	if err == nil {
-		d.fs.forget(ino)
-	}
-	return d.fs.check("ext4_rmdir", err)
+	return d.fs.check("ext4_rmdir", d.fs.w.Rmdir(d.ino, name))
 }
 
 // rename is a plain rename acting for c.
 func (d *rwDir) rename(c *Caller, oldName string, nd *rwDir, newName string) error {
-	over := nd.lookupIno(newName)
-	err := d.fs.w.renameAs(c, d.ino, oldName, nd.ino, newName)
-	if err == nil && over != 0 {
-		d.fs.forget(over)
-	}
-	return d.fs.check("ext4_rename", err)
+	return d.fs.check("ext4_rename", d.fs.w.renameAs(c, d.ino, oldName, nd.ino, newName))
 }
 
 // Rename implements vfs.Renamer, flags 0, RENAME_NOREPLACE,
@@ -534,6 +512,10 @@ func (*rwLink) FileType() uint32 { return S_IFLNK }
 
 // Readlink implements vfs.Readlinker.
 func (l *rwLink) Readlink() (string, error) {
+	if err := l.pin(); err != nil {
+		return "", err
+	}
+	defer l.fs.unhold(l.ino)
 	var s string
 	err := l.fs.w.View(func(v *Volume) error {
 		raw, err := l.fs.w.getInode(l.ino)
@@ -571,7 +553,9 @@ func (*rwFile) FileType() uint32 { return S_IFREG }
 // for root gets them).
 func (f *rwFile) Open(flags int, c vfs.Cred) (vfs.Handle, error) {
 	f.fs.w.sampleLastMounted() // rwsuper.go
-	f.fs.w.Hold(f.ino)
+	if err := f.pin(); err != nil {
+		return nil, err
+	}
 	h := &rwHandle{fs: f.fs, ino: f.ino, caller: callerOf(c)}
 	h.as = &h.caller
 	return h, nil

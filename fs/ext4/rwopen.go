@@ -21,6 +21,32 @@ func (w *Writer) Hold(ino uint32) {
 	w.held[ino]++
 }
 
+// HoldIf is Hold if ok, called under the Writer's lock, reports true;
+// it reports whether it held. A caller whose inode may have been freed
+// asks, under the same lock that frees it, whether it is still its own
+// (OnRelease), so that it never holds a number reused by a new inode.
+func (w *Writer) HoldIf(ino uint32, ok func() bool) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !ok() {
+		return false
+	}
+	if w.held == nil {
+		w.held = map[uint32]int{}
+	}
+	w.held[ino]++
+	return true
+}
+
+// OnRelease sets fn to be called, under the Writer's lock, for each inode
+// the Writer frees from then on, before its number can be reused: the
+// VFS glue forgets the inode's node there.
+func (w *Writer) OnRelease(fn func(ino uint32)) {
+	w.mu.Lock()
+	w.onRelease = fn
+	w.mu.Unlock()
+}
+
 // Unhold ends a Hold, freeing an unlinked inode at the last one.
 func (w *Writer) Unhold(ino uint32) error {
 	w.mu.Lock()

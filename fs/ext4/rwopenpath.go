@@ -1,41 +1,31 @@
 package ext4
 
-// O_PATH files on a read-write mount (vfs.PathOpener): an O_PATH file of a
-// regular file, symlink, FIFO, socket or device node holds its inode as an
-// open file does (Writer.Hold), so an unlink while it is open puts the
-// inode on the orphan list and keeps it, and its number, until the last
-// such file is closed, as Linux's O_PATH file holds the inode through its
-// dentry. Without the hold the number could go to a new file while the
-// O_PATH file still names it, and the file would change under it (the
-// FUSE export holds every file it serves this way). Directories are not
-// held: rmdir frees them at once, and nothing may be made in one that is
-// gone.
+// Holding inodes on a read-write mount. An open file, an O_PATH file
+// (vfs.PathOpener) and an open directory hold their inode (Writer.Hold),
+// as Linux's struct file holds it through its dentry: an unlink or rmdir
+// while one is open puts the inode on the orphan list and keeps it, and
+// its number, until the last hold goes. A node whose inode was freed is
+// gone (Writer.OnRelease calls released under the Writer's lock): it
+// answers ENOENT from then on and leaves the node table, so its number
+// can name a new inode without the old node reaching it. A call on a
+// node that changes or reads the inode outside one View pins it (pin),
+// so the inode cannot be freed, and its number reused, under the call.
 
 import (
 	"sync/atomic"
+	"syscall"
 
 	"github.com/iovfs/iovfs/vfs"
 )
 
-var (
-	_ vfs.PathOpener = (*rwFile)(nil)
-	_ vfs.PathOpener = (*rwLink)(nil)
-	_ vfs.PathOpener = (*rwSpecial)(nil)
-)
-
-// OpenPath implements vfs.PathOpener.
-func (f *rwFile) OpenPath() (vfs.Releaser, error) { return f.hold(), nil }
-
-// OpenPath implements vfs.PathOpener.
-func (l *rwLink) OpenPath() (vfs.Releaser, error) { return l.hold(), nil }
-
-// OpenPath implements vfs.PathOpener: also the hold of an open FIFO or
-// device node, which has no handle of the file system's.
-func (s *rwSpecial) OpenPath() (vfs.Releaser, error) { return s.hold(), nil }
-
-func (n *rwBase) hold() *rwPathHold {
-	n.fs.w.Hold(n.ino)
-	return &rwPathHold{fs: n.fs, ino: n.ino}
+// OpenPath implements vfs.PathOpener: the hold of an O_PATH file of any
+// type, and of an open FIFO or device node, which has no handle of the
+// file system's.
+func (n *rwBase) OpenPath() (vfs.Releaser, error) {
+	if err := n.pin(); err != nil {
+		return nil, err
+	}
+	return &rwPathHold{fs: n.fs, ino: n.ino}, nil
 }
 
 // rwPathHold is an O_PATH file's hold on an inode.
@@ -51,7 +41,56 @@ func (h *rwPathHold) Release() error {
 	if h.done.Swap(true) {
 		return nil
 	}
-	err := h.fs.w.Unhold(h.ino)
-	h.fs.forget(h.ino)
-	return err
+	return h.fs.unhold(h.ino)
+}
+
+// pin holds n's inode (Writer.Hold) unless it is gone: ENOENT then, as a
+// lookup after the unlink would give.
+func (n *rwBase) pin() error {
+	if !n.fs.w.HoldIf(n.ino, n.alive) {
+		return syscall.ENOENT
+	}
+	return nil
+}
+
+// alive reports whether n's inode is still the one n was made for.
+func (n *rwBase) alive() bool { return !n.gone.Load() }
+
+// present is alive as an error, for calls made under the Writer's lock.
+func (n *rwBase) present() error {
+	if n.gone.Load() {
+		return syscall.ENOENT
+	}
+	return nil
+}
+
+// unhold ends a Hold of ino, freeing an orphan at the last one.
+func (fs *rwFS) unhold(ino uint32) error {
+	return fs.check("ext4_evict_inode", fs.w.Unhold(ino))
+}
+
+// released is the Writer's OnRelease hook, run under its lock when it
+// frees inode ino: ino's node, if any, is gone.
+func (fs *rwFS) released(ino uint32) {
+	fs.mu.Lock()
+	if n := fs.nodes[ino]; n != nil {
+		baseOf(n).gone.Store(true)
+		delete(fs.nodes, ino)
+	}
+	fs.mu.Unlock()
+}
+
+// baseOf is the rwBase of one of this file system's nodes.
+func baseOf(n vfs.Node) *rwBase {
+	switch x := n.(type) {
+	case *rwDir:
+		return &x.rwBase
+	case *rwFile:
+		return &x.rwBase
+	case *rwLink:
+		return &x.rwBase
+	case *rwSpecial:
+		return &x.rwBase
+	}
+	return nil
 }

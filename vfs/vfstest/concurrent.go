@@ -19,6 +19,8 @@ import (
 func init() {
 	add(
 		testCase{name: "concurrent changes", needs: func(c Caps) bool { return c.Files && c.Dirs }, run: concurrentChanges},
+		testCase{name: "no rename cycles", needs: func(c Caps) bool { return c.Rename && c.Dirs }, run: renameCycles},
+		testCase{name: "O_CREAT races", needs: func(c Caps) bool { return c.Files }, run: createRaces},
 		testCase{name: "confinement race", needs: func(c Caps) bool { return c.Rename && c.Dirs && c.Files }, run: func(e *env) {
 			RaceConfinement(e.t, e.root, "/race", e.caps.RaceFor)
 		}},
@@ -132,5 +134,92 @@ func checkTree(e *env, p *vfs.Proc) {
 		if nlink[ino] != uint64(k) {
 			e.t.Errorf("inode %d: nlink %d, has %d names", ino, nlink[ino], k)
 		}
+	}
+}
+
+// renameCycles moves /p below /q and /q below /p from two goroutines at
+// once, and back: each rename alone is legal, but both together would
+// make a cycle cut off from the root unless renames between directories
+// are serialised while their ancestry is checked (Linux's
+// s_vfs_rename_mutex). Afterwards both must still hang from the root.
+func renameCycles(e *env) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	r := e.root
+	e.must("mkdir /p", r.Mkdir("/p", 0o755))
+	e.must("mkdir /q", r.Mkdir("/q", 0o755))
+	deadline := time.Now().Add(e.caps.RaceFor / 2)
+	var wg sync.WaitGroup
+	for _, pair := range [][2]string{{"p", "q"}, {"q", "p"}} {
+		wg.Add(1)
+		go func(a, b string) {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				// a into b, then back; from wherever a and b are now.
+				if r.Rename("/"+a, "/"+b+"/"+a) == nil {
+					r.Rename("/"+b+"/"+a, "/"+a)
+				}
+			}
+		}(pair[0], pair[1])
+	}
+	wg.Wait()
+	found := map[string]bool{}
+	var walk func(path string, depth int)
+	walk = func(path string, depth int) {
+		if depth > 8 {
+			e.t.Errorf("%s: the tree is deeper than the renames can make it", path)
+			return
+		}
+		for name := range e.names(r, path) {
+			child := strings.TrimSuffix(path, "/") + "/" + name
+			found[name] = true
+			if st, err := r.Lstat(child); err == nil && st.IsDir() {
+				walk(child, depth+1)
+			}
+		}
+	}
+	walk("/", 0)
+	if !found["p"] || !found["q"] {
+		e.t.Errorf("after concurrent cross renames /p or /q is no longer reachable from / (found p %v, q %v): a cycle", found["p"], found["q"])
+	}
+}
+
+// createRaces opens the same names with O_CREAT (without O_EXCL) from
+// several goroutines while others unlink them: the lookup and the create
+// happen under the directory's lock, so O_CREAT never fails with EEXIST
+// (Linux's lookup_open), and an O_CREAT|O_EXCL that succeeds made the file.
+func createRaces(e *env) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	r := e.root
+	deadline := time.Now().Add(e.caps.RaceFor / 2)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	bad := map[string]int{}
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(deadline); i++ {
+				name := fmt.Sprintf("/c%d", i%4)
+				var err error
+				switch w % 3 {
+				case 0, 1:
+					var fd int
+					if fd, err = r.Open(name, unix.O_CREAT|unix.O_RDWR, 0o644); err == nil {
+						r.Close(fd)
+					}
+				case 2:
+					r.Unlink(name)
+				}
+				if err != nil {
+					mu.Lock()
+					bad[err.Error()]++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for msg, n := range bad {
+		e.t.Errorf("O_CREAT without O_EXCL failed %d times: %s", n, msg)
 	}
 }
