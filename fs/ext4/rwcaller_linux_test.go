@@ -2,7 +2,7 @@ package ext4_test
 
 // The blocks ext4 reserves for root through the VFS: a read-write mount's
 // writes, creations and fallocates act for the process that makes them
-// (vfs.CredOpener for open files, the Cred of namespace operations), so
+// (the opener's vfs.Cred for open files, the Cred of every other call), so
 // an unprivileged process gets ENOSPC where root still writes, as on
 // Linux (ext4_has_free_clusters). Each process's results must equal those
 // of the Writer told the same caller (Writer.Caller), whose counts
