@@ -531,6 +531,28 @@ var blockingScenarios = []blockingScenario{
 			func() { s.write(w, []byte("0123456789")) })
 		return []string{fmt.Sprint(b), out}
 	}},
+	{"a waiting read takes part of a packet, the rest is dropped", func(t *testing.T, s pipeSys) []string {
+		r, w, _ := s.pipe2(unix.O_DIRECT)
+		defer s.close(r)
+		defer s.close(w)
+		b, out := waitsThen(func() string { n, err := s.read(r, make([]byte, 10)); return res("read", n, err) },
+			func() { s.write(w, make([]byte, 5000)) })
+		q, _ := s.fionread(r)
+		n, err := s.read(r, make([]byte, 5000))
+		return []string{fmt.Sprint(b), out, fmt.Sprint("queued ", q), res("next read", n, err)}
+	}},
+	{"a waiting readv takes a write across its segments, the rest stays queued", func(t *testing.T, s pipeSys) []string {
+		r, w, _ := s.pipe2(0)
+		defer s.close(r)
+		defer s.close(w)
+		v := [][]byte{make([]byte, 3), make([]byte, 0), make([]byte, 5)}
+		b, out := waitsThen(func() string { n, err := s.readv(r, v); return res("readv", n, err) },
+			func() { s.write(w, []byte("0123456789abc")) })
+		q, _ := s.fionread(r)
+		rest := make([]byte, 100)
+		n, err := s.read(r, rest)
+		return []string{fmt.Sprint(b), out, string(v[0]) + string(v[2]), fmt.Sprint("queued ", q), res("next read", n, err), string(rest[:n])}
+	}},
 	{"read waits for the last writer's close", func(t *testing.T, s pipeSys) []string {
 		r, w, _ := s.pipe2(0)
 		defer s.close(r)
