@@ -349,7 +349,12 @@ func (c *copier) run(operands []string) int {
 		c.attrs(d.src, d.dst, d.st, true, d.created)
 	}
 	c.mu.Lock()
-	c.clearProgress()
+	if !c.started.IsZero() {
+		// The final figures stay on the line.
+		c.shown = time.Time{}
+		c.draw(time.Now())
+		fmt.Fprintln(c.stderr)
+	}
 	c.mu.Unlock()
 	if c.errs > 0 {
 		return 1
@@ -648,6 +653,11 @@ func (c *copier) progress(bytes, files int64) {
 	if now.Sub(c.shown) < 200*time.Millisecond {
 		return
 	}
+	c.draw(now)
+}
+
+// draw redraws the progress line; mu is held.
+func (c *copier) draw(now time.Time) {
 	c.shown = now
 	el := now.Sub(c.started).Seconds()
 	rate := float64(c.bytes) / max(el, 1e-3)
