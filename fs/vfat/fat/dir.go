@@ -189,25 +189,97 @@ var (
 	dotdotName = [11]byte{'.', '.', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '}
 )
 
-// find looks name up in directory n (fat_search_long): it matches the
-// long name or the alias as listed.
-func (v *Volume) find(n *Node, name string) (*entry, error) {
-	var found *entry
+// fold is a name as lookups compare it (vfat_cmpi with an ASCII or
+// UTF-8 I/O charset): trailing dots stripped, ASCII letters in upper
+// case.
+func fold(name string) string {
+	b := []byte(stripTail(name))
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - ('a' - 'A')
+		}
+	}
+	return string(b)
+}
+
+// indexed is what a directory's name index keeps of an entry.
+type indexed struct {
+	first, off int
+	name       string
+	hasLong    bool
+}
+
+// buildIndex makes n's name index: every long name and alias, folded,
+// mapped to the first entry (in disk order) that has it, as a scan
+// would find it.
+func (v *Volume) buildIndex(n *Node) error {
+	idx := map[string]indexed{}
 	err := v.entries(n, 0, func(e *entry) bool {
-		if sameName(e.name, name) || (e.hasLong && sameName(displayShort(e.short, e.raw[12]), name)) {
-			c := *e
-			found = &c
-			return false
+		x := indexed{e.first, e.off, e.name, e.hasLong}
+		if _, dup := idx[fold(e.name)]; !dup {
+			idx[fold(e.name)] = x
+		}
+		if e.hasLong {
+			if a := fold(displayShort(e.short, e.raw[12])); a != "" {
+				if _, dup := idx[a]; !dup {
+					idx[a] = x
+				}
+			}
 		}
 		return true
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if found == nil {
+	n.index = idx
+	return nil
+}
+
+// indexAdd adds the entry whose short entry is at off to n's index, if
+// it has one.
+func (v *Volume) indexAdd(n *Node, first, off int) {
+	if n.index == nil {
+		return
+	}
+	var added bool
+	v.entries(n, first, func(e *entry) bool {
+		if e.off != off {
+			return e.off < off
+		}
+		x := indexed{e.first, e.off, e.name, e.hasLong}
+		keys := []string{fold(e.name)}
+		if e.hasLong {
+			keys = append(keys, fold(displayShort(e.short, e.raw[12])))
+		}
+		for _, k := range keys {
+			if old, dup := n.index[k]; dup && old.off < off {
+				continue
+			}
+			n.index[k] = x
+		}
+		added = true
+		return false
+	})
+	if !added {
+		n.index = nil
+	}
+}
+
+// find looks name up in directory n (fat_search_long): it matches the
+// long name or the alias as listed, through the directory's index.
+func (v *Volume) find(n *Node, name string) (*entry, error) {
+	if n.index == nil {
+		if err := v.buildIndex(n); err != nil {
+			return nil, err
+		}
+	}
+	x, ok := n.index[fold(name)]
+	if !ok {
 		return nil, syscall.ENOENT
 	}
-	return found, nil
+	e := &entry{name: x.name, hasLong: x.hasLong, first: x.first, off: x.off, raw: n.data[x.off : x.off+entrySize]}
+	copy(e.short[:], e.raw[:11])
+	return e, nil
 }
 
 // aliasTaken reports whether a short entry of n has the alias s
@@ -275,6 +347,7 @@ func (v *Volume) addSlots(n *Node, slots []byte) (int, error) {
 		n.data = append(n.data, zero...)
 	}
 	copy(n.data[at:], slots)
+	v.indexAdd(n, at, at+len(slots)-entrySize)
 	return at, v.writeDir(n, at, at+len(slots))
 }
 
@@ -283,6 +356,7 @@ func (v *Volume) removeSlots(n *Node, first, last int) error {
 	for off := first; off <= last; off += entrySize {
 		n.data[off] = deletedFlag
 	}
+	n.index = nil // another entry may have the same folded name
 	return v.writeDir(n, first, last+entrySize)
 }
 

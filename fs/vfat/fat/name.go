@@ -29,29 +29,6 @@ func stripTail(name string) string {
 	return strings.TrimRight(name, ".")
 }
 
-// sameName is the lookup comparison (vfat_cmpi with an ASCII or UTF-8
-// I/O charset): equal after trailing dots are stripped, ASCII letters
-// compared without case.
-func sameName(a, b string) bool {
-	a, b = stripTail(a), stripTail(b)
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'a' <= x && x <= 'z' {
-			x -= 'a' - 'A'
-		}
-		if 'a' <= y && y <= 'z' {
-			y -= 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
-
 // badChar is vfat_bad_char.
 func badChar(r uint16) bool {
 	return r < 0x20 || strings.ContainsRune(`*?<>|":/\`, rune(r))

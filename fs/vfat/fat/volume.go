@@ -49,7 +49,8 @@ type Node struct {
 
 	chain    []uint32 // clusters, once loaded (chainOK)
 	chainOK  bool
-	data     []byte // directories: the directory's bytes, once loaded
+	data     []byte             // directories: the directory's bytes, once loaded
+	index    map[string]indexed // directories: folded names, once built (dir.go)
 	unlinked bool
 	opens    int
 }
