@@ -34,9 +34,9 @@ var spliceExperiment = &Experiment{
 	Defaults: Params{Loops: 10, Ops: 2, Size: spliceChunk, Turns: 2},
 	Unit:     "copies of the file",
 	Describe: func(p Params) string {
-		return fmt.Sprintf("%d copies of a %s file through a 64 KiB pipe to /dev/null, %d B per call", p.Ops, p.Extra["file-size"], p.Size)
+		return fmt.Sprintf("%d copies of a %s file through a 64 KiB pipe to /dev/null, %d B per call", p.Ops, p.Extra["copy-size"], p.Size)
 	},
-	Flags: []Flag{{Name: "file-size", Default: "256M", Usage: "size of the file copied, in bytes or with a K, M or G suffix"}},
+	Flags: []Flag{{Name: "copy-size", Default: "256M", Usage: "size of the file copied, in bytes or with a K, M or G suffix"}},
 	Setup: spliceSetup,
 	Variants: []Variant{
 		{Name: "splice-tmpfs", Doc: "iovfs: splice from a tmpfs file into a pipe (references to its pages), then from the pipe to /dev/null (dropped unread)", Setup: spliceVariant("/tmp/file", true)},
@@ -59,9 +59,9 @@ var copyExperiment = &Experiment{
 	Defaults: Params{Loops: 10, Ops: 4, Size: 1, Turns: 4},
 	Unit:     "copies of the file",
 	Describe: func(p Params) string {
-		return fmt.Sprintf("%d copies of a %s tmpfs file into another (already as large)", p.Ops, p.Extra["file-size"])
+		return fmt.Sprintf("%d copies of a %s tmpfs file into another (already as large)", p.Ops, p.Extra["copy-size"])
 	},
-	Flags: []Flag{{Name: "file-size", Default: "256M", Usage: "size of the file copied, in bytes or with a K, M or G suffix"}},
+	Flags: []Flag{{Name: "copy-size", Default: "256M", Usage: "size of the file copied, in bytes or with a K, M or G suffix"}},
 	Setup: copySetup,
 	Variants: []Variant{
 		{Name: "io-copy", Doc: "io.Copy(dst, src) between two vfs.Files on tmpfs: WriteTo, a private pipe holding the source's pages, one vectored write", Setup: copyVariant(false)},
@@ -106,7 +106,7 @@ func hostTmpfs() (string, func() error, error) {
 }
 
 func spliceSetup(prm Params) (any, func() error, error) {
-	dax, daxClean, err := daxSetup(Params{Size: 4096, Ops: 1, Extra: map[string]string{"file-size": prm.Extra["file-size"], "pattern": "seq"}})
+	dax, daxClean, err := daxSetup(Params{Size: 4096, Ops: 1, Extra: map[string]string{"file-size": prm.Extra["copy-size"], "pattern": "seq"}})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -279,9 +279,9 @@ type copyEnv struct {
 }
 
 func copySetup(prm Params) (any, func() error, error) {
-	size, err := parseSize(prm.Extra["file-size"])
+	size, err := parseSize(prm.Extra["copy-size"])
 	if err != nil {
-		return nil, nil, fmt.Errorf("--file-size %q: %w", prm.Extra["file-size"], err)
+		return nil, nil, fmt.Errorf("--copy-size %q: %w", prm.Extra["copy-size"], err)
 	}
 	p, err := iovfs.New(iovfs.WithRAMDisks(0, 0))
 	if err != nil {
@@ -423,7 +423,7 @@ func copyHost(prm Params, e any) (Op, error) {
 
 // spliceRates writes each variant's rate in MB/s of the file moved.
 func spliceRates(w io.Writer, res *Result) {
-	size, err := parseSize(res.Params.Extra["file-size"])
+	size, err := parseSize(res.Params.Extra["copy-size"])
 	if err != nil {
 		return
 	}

@@ -98,7 +98,7 @@ func TestBenchFormatBenchstat(t *testing.T) {
 
 func TestBenchAll(t *testing.T) {
 	// The matrix is narrowed to two cells: bench's own tests cover its drivers.
-	code, out, errOut := runArgs("bench", "--loops", "1", "--reads", "10", "--dirs", "200", "--files", "200", "--drivers", "null", "--segments", "2", "--sizes", "1", "--file-size", "4M")
+	code, out, errOut := runArgs("bench", "--loops", "1", "--reads", "10", "--dirs", "200", "--files", "200", "--drivers", "null", "--segments", "2", "--sizes", "1", "--copy-size", "4M")
 	if code != 0 {
 		t.Fatalf("status %d\n%s", code, errOut)
 	}
