@@ -183,6 +183,7 @@ type cpJob struct {
 	st         vfs.Stat
 	sidx       int
 	existedDst bool
+	statLater  bool // st is not known yet: copyFile stats the opened file
 }
 
 type cpDir struct {
@@ -398,14 +399,21 @@ func (c *copier) copy(src, dst endpoint, st vfs.Stat, sidx int, top bool) {
 			created = true
 		}
 		c.dirs = append(c.dirs, cpDir{src, dst, st, created})
-		names, err := src.s.readDir(src.path)
+		names, types, err := src.s.readDir(src.path)
 		if err != nil {
 			c.fail("cannot access '%s': %s", src.display, errMsg(err))
 			return
 		}
-		for _, n := range names {
+		for i, n := range names {
 			s := endpoint{s: src.s, path: src.path + "/" + n, display: src.display + "/" + n, img: src.img}
 			d := endpoint{s: dst.s, path: dst.path + "/" + n, display: dst.display + "/" + n, img: dst.img}
+			if types[i] == unix.DT_REG && created {
+				// A regular file into a directory made by this copy:
+				// the worker stats what it opens (a lookup in a large
+				// directory is the walk's main cost).
+				c.jobs <- cpJob{src: s, dst: d, sidx: sidx, statLater: true}
+				continue
+			}
 			est, err := s.s.lstat(s.path)
 			if err != nil {
 				c.fail("cannot stat '%s': %s", s.display, errMsg(err))
@@ -479,6 +487,23 @@ func (c *copier) verbose(src, dst endpoint) {
 // is always cut to the source's size.
 func (c *copier) copyFile(j cpJob, buf []byte) {
 	src, dst, st := j.src, j.dst, j.st
+	var in file
+	if j.statLater {
+		var err error
+		if in, err = src.s.open(src.path); err != nil {
+			c.fail("cannot open '%s' for reading: %s", src.display, errMsg(err))
+			return
+		}
+		if st, err = in.Stat(); err != nil || !st.IsRegular() {
+			in.Close()
+			if err != nil {
+				c.fail("cannot stat '%s': %s", src.display, errMsg(err))
+			} else {
+				c.fail("'%s' is not a regular file any more", src.display)
+			}
+			return
+		}
+	}
 	if c.o.archive && st.Nlink > 1 {
 		key := [3]uint64{uint64(j.sidx) << 1, st.Dev, st.Ino}
 		if src.img {
@@ -491,6 +516,9 @@ func (c *copier) copyFile(j cpJob, buf []byte) {
 		}
 		c.mu.Unlock()
 		if seen {
+			if in != nil {
+				in.Close()
+			}
 			if j.existedDst {
 				dst.s.unlink(dst.path)
 			}
@@ -501,10 +529,12 @@ func (c *copier) copyFile(j cpJob, buf []byte) {
 			return
 		}
 	}
-	in, err := src.s.open(src.path)
-	if err != nil {
-		c.fail("cannot open '%s' for reading: %s", src.display, errMsg(err))
-		return
+	if in == nil {
+		var err error
+		if in, err = src.s.open(src.path); err != nil {
+			c.fail("cannot open '%s' for reading: %s", src.display, errMsg(err))
+			return
+		}
 	}
 	defer in.Close()
 	mode := st.Mode & 0o777 &^ c.umask
@@ -701,7 +731,7 @@ func sizeOf(s side, path string, rec bool) int64 {
 	if !st.IsDir() || !rec {
 		return 0
 	}
-	names, _ := s.readDir(path)
+	names, _, _ := s.readDir(path)
 	var n int64
 	for _, name := range names {
 		n += sizeOf(s, path+"/"+name, rec)

@@ -21,7 +21,9 @@ import (
 type side interface {
 	lstat(path string) (vfs.Stat, error)
 	stat(path string) (vfs.Stat, error)
-	readDir(path string) ([]string, error)
+	// readDir lists a directory: the names, and for each its type as
+	// the directory entry gives it (unix.DT_*, DT_UNKNOWN if unknown).
+	readDir(path string) ([]string, []uint8, error)
 	readlink(path string) (string, error)
 	mkdir(path string, mode uint32) error
 	symlink(target, path string) error
@@ -41,6 +43,7 @@ type side interface {
 }
 
 type file interface {
+	Stat() (vfs.Stat, error)
 	ReadAt(p []byte, off int64) (int, error)
 	WriteAt(p []byte, off int64) (int, error)
 	Truncate(size int64) error
@@ -72,14 +75,14 @@ func (hostSide) stat(path string) (vfs.Stat, error) {
 	return statOf(&st), nil
 }
 
-func (hostSide) readDir(path string) ([]string, error) {
+func (hostSide) readDir(path string) ([]string, []uint8, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, unwrapErrno(err)
+		return nil, nil, unwrapErrno(err)
 	}
 	defer f.Close()
 	names, err := f.Readdirnames(-1)
-	return names, unwrapErrno(err)
+	return names, make([]uint8, len(names)), unwrapErrno(err)
 }
 
 func (hostSide) readlink(path string) (string, error) {
@@ -141,6 +144,13 @@ func (hostSide) create(path string, mode uint32, excl bool) (file, error) {
 
 type hostFile int
 
+func (f hostFile) Stat() (vfs.Stat, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f), &st); err != nil {
+		return vfs.Stat{}, err
+	}
+	return statOf(&st), nil
+}
 func (f hostFile) ReadAt(p []byte, off int64) (int, error)  { return unix.Pread(int(f), p, off) }
 func (f hostFile) WriteAt(p []byte, off int64) (int, error) { return unix.Pwrite(int(f), p, off) }
 func (f hostFile) Truncate(size int64) error                { return unix.Ftruncate(int(f), size) }
@@ -179,16 +189,17 @@ func (s nsSide) stat(path string) (vfs.Stat, error) {
 	st, err := s.p.Stat(path)
 	return st, unwrapErrno(err)
 }
-func (s nsSide) readDir(path string) ([]string, error) {
+func (s nsSide) readDir(path string) ([]string, []uint8, error) {
 	ents, err := listDir(s.p, path)
 	if err != nil {
-		return nil, unwrapErrno(err)
+		return nil, nil, unwrapErrno(err)
 	}
 	names := make([]string, len(ents))
+	types := make([]uint8, len(ents))
 	for i, e := range ents {
-		names[i] = e.Name
+		names[i], types[i] = e.Name, e.Type
 	}
-	return names, nil
+	return names, types, nil
 }
 func (s nsSide) readlink(path string) (string, error) {
 	t, err := s.p.Readlink(path)
@@ -244,6 +255,7 @@ type nsFile struct {
 	fd int
 }
 
+func (f nsFile) Stat() (vfs.Stat, error)                  { return f.p.Fstat(f.fd) }
 func (f nsFile) ReadAt(b []byte, off int64) (int, error)  { return f.p.Pread(f.fd, b, off) }
 func (f nsFile) WriteAt(b []byte, off int64) (int, error) { return f.p.Pwrite(f.fd, b, off) }
 func (f nsFile) Truncate(size int64) error                { return f.p.Ftruncate(f.fd, size) }
