@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"os"
@@ -147,18 +148,27 @@ f = open(sys.argv[1], "r+")
 fcntl.lockf(f, fcntl.LOCK_EX)
 print("locked", flush=True)
 time.sleep(120)`, filepath.Join(mnt, "f"))
-				var b bytes.Buffer
-				p.Stdout = &b
+				out, err := p.StdoutPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
 				if err := p.Start(); err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { p.Process.Kill(); p.Wait() })
 				if ready != "" {
-					for i := 0; !strings.Contains(b.String(), ready); i++ {
-						if i > 500 {
-							t.Fatalf("the lock holder never locked")
+					line := make(chan string, 1)
+					go func() {
+						l, _ := bufio.NewReader(out).ReadString('\n')
+						line <- l
+					}()
+					select {
+					case l := <-line:
+						if !strings.Contains(l, ready) {
+							t.Fatalf("the lock holder printed %q", l)
 						}
-						time.Sleep(10 * time.Millisecond)
+					case <-time.After(30 * time.Second):
+						t.Fatalf("the lock holder never locked")
 					}
 				}
 				return p
