@@ -7,6 +7,7 @@ import (
 
 	"github.com/iovfs/iovfs/fs/ext4"
 	"github.com/iovfs/iovfs/fs/hostfs"
+	"github.com/iovfs/iovfs/fs/overlay"
 	"github.com/iovfs/iovfs/fs/tmpfs"
 	"github.com/iovfs/iovfs/fs/vfat"
 	"github.com/iovfs/iovfs/internal/sysmem"
@@ -18,6 +19,7 @@ func init() {
 	vfs.RegisterFS("tmpfs", mountTmpfs)
 	vfs.RegisterFS("hostfs", hostfs.Mount)
 	vfs.RegisterFS(vfat.Type, vfat.Mount)
+	vfs.RegisterFS(overlay.Type, overlay.Mount)
 	// ext4 serves ext2 and ext3 volumes too, as Linux's does, with the
 	// refusals of those type names.
 	for _, name := range ext4.Types {

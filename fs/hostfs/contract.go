@@ -48,9 +48,11 @@ var (
 	_ vfs.Syncer     = (*Handle)(nil)
 	_ vfs.Writer     = (*Handle)(nil)
 
-	_ vfs.Node      = (*Special)(nil)
-	_ vfs.Opener    = (*Special)(nil)
-	_ vfs.Setattrer = (*Special)(nil)
+	_ vfs.Node        = (*Special)(nil)
+	_ vfs.Opener      = (*Special)(nil)
+	_ vfs.Setattrer   = (*Special)(nil)
+	_ vfs.XattrSetter = (*Special)(nil)
+	_ vfs.Xattrer     = (*Special)(nil)
 
 	_ vfs.Node       = (*Symlink)(nil)
 	_ vfs.Readlinker = (*Symlink)(nil)

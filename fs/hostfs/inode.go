@@ -276,6 +276,16 @@ func (f *File) Setxattr(name string, data []byte, flags int, _ vfs.Cred) error {
 func (d *Dir) Removexattr(name string, _ vfs.Cred) error  { return (*inode)(d).removexattr(name) }
 func (f *File) Removexattr(name string, _ vfs.Cred) error { return (*inode)(f).removexattr(name) }
 
+// A device node or FIFO has the host inode's attributes too (trusted. and
+// security. ones; the VFS refuses user. ones on it, as Linux does): an
+// overlay's upper layer keeps them on its copies and whiteouts.
+func (s *Special) Getxattr(name string) ([]byte, error) { return (*inode)(s).getxattr(name) }
+func (s *Special) Listxattr() ([]string, error)         { return (*inode)(s).listxattr() }
+func (s *Special) Setxattr(name string, data []byte, flags int, _ vfs.Cred) error {
+	return (*inode)(s).setxattr(name, data, flags)
+}
+func (s *Special) Removexattr(name string, _ vfs.Cred) error { return (*inode)(s).removexattr(name) }
+
 // Readlink reads the link on the host, every time.
 func (s *Symlink) Readlink() (string, error) {
 	defer runtime.KeepAlive(s)

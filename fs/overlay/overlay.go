@@ -1,0 +1,495 @@
+package overlay
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"weak"
+
+	"github.com/iovfs/iovfs/vfs"
+	"golang.org/x/sys/unix"
+)
+
+// Type is the file system type name Proc.Mount knows an overlay by.
+const Type = "overlay"
+
+// superMagic is OVERLAYFS_SUPER_MAGIC, statfs's f_type.
+const superMagic = 0x794c7630
+
+// Options are an overlay's mount options.
+type Options struct {
+	// Lower are the lower directories, uppermost first (lowerdir=A:B).
+	Lower []string
+	// Upper and Work are the upper directory and its work directory, on
+	// the same mount; both empty for a read-only overlay of two or more
+	// lower directories.
+	Upper, Work string
+	// UserXattr keeps the overlay's attributes in the user.overlay.
+	// namespace instead of trusted.overlay. (the userxattr option).
+	UserXattr bool
+}
+
+// ParseOptions parses mount data in overlayfs's syntax:
+// "lowerdir=A:B,upperdir=U,workdir=W" with "\," and "\:" escaping a comma
+// or colon in a path, and the options userxattr, default_permissions,
+// redirect_dir=off|nofollow, index=off, metacopy=off, nfs_export=off,
+// xino=off and uuid=. The features that the other values would turn on
+// (redirect_dir, index, metacopy, nfs_export, xino, volatile) are not
+// implemented: asking for one gives an error that wraps EINVAL, as does
+// an unknown option.
+func ParseOptions(data string) (Options, error) {
+	var o Options
+	for _, opt := range splitEscaped(data, ',') {
+		k, v, hasV := strings.Cut(opt, "=")
+		bad := func(what string) (Options, error) {
+			return Options{}, fmt.Errorf("overlay: %s %q: %w", what, opt, unix.EINVAL)
+		}
+		switch k {
+		case "":
+			continue
+		case "lowerdir":
+			o.Lower = nil
+			for _, l := range splitEscaped(v, ':') {
+				if l == "" {
+					return bad("empty directory in")
+				}
+				o.Lower = append(o.Lower, unescape(l))
+			}
+		case "upperdir":
+			o.Upper = unescape(v)
+		case "workdir":
+			o.Work = unescape(v)
+		case "userxattr", "default_permissions":
+			if hasV {
+				return bad("unexpected value in")
+			}
+			o.UserXattr = o.UserXattr || k == "userxattr"
+		case "redirect_dir":
+			if v != "off" && v != "nofollow" {
+				return bad("not implemented:")
+			}
+		case "index", "metacopy", "nfs_export", "xino":
+			if v != "off" {
+				return bad("not implemented:")
+			}
+		case "uuid":
+			switch v {
+			case "null", "off", "on", "auto":
+			default:
+				return bad("invalid")
+			}
+		case "volatile", "verity", "lowerdir+", "datadir+":
+			return bad("not implemented:")
+		default:
+			return bad("unknown option")
+		}
+	}
+	return o, nil
+}
+
+// splitEscaped splits s at each sep not escaped by a backslash.
+func splitEscaped(s string, sep byte) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case sep:
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+// unescape drops the backslashes that escape the next byte.
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// FS is a mounted overlay.
+type FS struct {
+	upper  *layer // nil for a read-only overlay
+	work   int    // workdir/work, open in upper.p
+	lowers []*layer
+	// samefs: every layer is on one file system (ovl_same_fs).
+	samefs bool
+	// prefix is where the overlay's own attributes live:
+	// "trusted.overlay." or "user.overlay." (userxattr).
+	prefix string
+	root   *node
+
+	// pins hold the layers' original mounts, as Linux's layers hold
+	// their superblocks; released by Shutdown.
+	pins []*vfs.Backing
+
+	tempID  atomic.Uint32 // names of temporary files in the work directory
+	nextIno atomic.Uint64 // inode numbers of directories on layers of several file systems
+
+	// whiteout is the mount's shared whiteout in the work directory, which
+	// each new whiteout is a hard link to (ovl_whiteout); -1 until made,
+	// and for good once a link to it fails.
+	whMu     sync.Mutex
+	whiteout int
+	whLinks  bool
+
+	// byUpper maps an upper non-directory's inode number to its node, so
+	// that its hard links share one node.
+	byUpperMu sync.Mutex
+	byUpper   map[uint64]weak.Pointer[node]
+
+	// origins keeps the nodes copied up in this mount that report their
+	// lower object's inode number, so that it stays theirs while the
+	// mount lasts (the kernel reads it from the origin file handle).
+	originsMu sync.Mutex
+	origins   map[*node]struct{}
+
+	// descs are the layer descriptors the nodes hold, closed by Shutdown.
+	descsMu sync.Mutex
+	descs   map[*refs]struct{}
+	down    bool
+}
+
+// A layer is one directory of the overlay, reached through a process in
+// a private mount of it.
+type layer struct {
+	p   *vfs.Proc
+	dev uint64 // st_dev of the layer's root
+}
+
+// errno returns the syscall.Errno that err carries, EIO for anything
+// else: a layer's path errors name its own paths, which the overlay's
+// caller never gave.
+func errno(err error) error {
+	if err == nil {
+		return nil
+	}
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		return en
+	}
+	return unix.EIO
+}
+
+// Mount is the vfs.MountFunc of the overlay type: Data holds the options
+// (ParseOptions), whose directories are looked up by the mounting process
+// as the kernel looks them up, relative to its current directory.
+// Source is ignored, as the kernel ignores it.
+func Mount(req vfs.MountRequest) (vfs.FileSystem, error) {
+	o, err := ParseOptions(req.Data)
+	if err != nil {
+		return nil, err
+	}
+	return New(req.Proc, o)
+}
+
+// New makes an overlay of the directories o names, looked up by p, which
+// must be privileged (EPERM). The errors are Linux's: EINVAL for a missing
+// lowerdir, an upperdir without workdir (or the reverse), a single lower
+// directory without an upper one, directories that are not directories,
+// a workdir on another mount than the upperdir or inside it; ENOENT for a
+// directory that does not exist. They wrap a syscall.Errno and say which
+// option is wrong.
+func New(p *vfs.Proc, o Options) (*FS, error) {
+	if !p.Privileged() {
+		return nil, unix.EPERM
+	}
+	fail := func(format string, args ...any) (*FS, error) {
+		return nil, fmt.Errorf("overlay: "+format, args...)
+	}
+	switch {
+	case len(o.Lower) == 0:
+		return fail("missing lowerdir: %w", unix.EINVAL)
+	case o.Upper != "" && o.Work == "":
+		return fail("missing workdir: %w", unix.EINVAL)
+	case o.Upper == "" && o.Work != "":
+		return fail("workdir %q without upperdir: %w", o.Work, unix.EINVAL)
+	case o.Upper == "" && len(o.Lower) < 2:
+		return fail("at least 2 lowerdir are needed without upperdir: %w", unix.EINVAL)
+	}
+	fs := &FS{work: -1, whiteout: -1, whLinks: true, prefix: "trusted.overlay.",
+		byUpper: map[uint64]weak.Pointer[node]{}, origins: map[*node]struct{}{}, descs: map[*refs]struct{}{}}
+	if o.UserXattr {
+		fs.prefix = "user.overlay."
+	}
+	var opened []int
+	defer func() {
+		for _, fd := range opened {
+			p.Close(fd)
+		}
+	}()
+	open := func(opt, path string) (int, error) {
+		fd, err := p.Open(path, unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err != nil {
+			err = errno(err)
+			if err == unix.ENOTDIR {
+				err = unix.EINVAL // ovl_mount_dir: "is not a directory"
+			}
+			return -1, fmt.Errorf("overlay: %s %q: %w", opt, path, err)
+		}
+		opened = append(opened, fd)
+		b, err := p.Backing(fd)
+		if err != nil {
+			return -1, err
+		}
+		fs.pins = append(fs.pins, b)
+		return fd, nil
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			fs.Shutdown()
+		}
+	}()
+	var roots []real
+	var upperRoot real
+	if o.Upper != "" {
+		ufd, err := open("upperdir", o.Upper)
+		if err != nil {
+			return nil, err
+		}
+		wfd, err := open("workdir", o.Work)
+		if err != nil {
+			return nil, err
+		}
+		q, err := p.PrivateMount(ufd, wfd)
+		if err != nil {
+			if err == unix.EXDEV {
+				return fail("workdir and upperdir must reside under the same mount: %w", unix.EINVAL)
+			}
+			return nil, err
+		}
+		fs.upper = &layer{p: q}
+		if err := fs.upper.setDev(0); err != nil {
+			return nil, err
+		}
+		if err := separate(q, 0, 1); err != nil {
+			return fail("workdir and upperdir must be separate subtrees: %w", err)
+		}
+		upperRoot = real{fs.upper, 0}
+		if err := fs.makeWorkdir(1); err != nil {
+			return fail("workdir %q: %w", o.Work, err)
+		}
+	}
+	for _, l := range o.Lower {
+		fd, err := open("lowerdir", l)
+		if err != nil {
+			return nil, err
+		}
+		q, err := p.PrivateMount(fd)
+		if err != nil {
+			return nil, err
+		}
+		ly := &layer{p: q}
+		fs.lowers = append(fs.lowers, ly)
+		if err := ly.setDev(0); err != nil {
+			return nil, err
+		}
+		roots = append(roots, real{ly, 0})
+	}
+	fs.samefs = true
+	for _, l := range fs.lowers {
+		if fs.upper != nil && l.dev != fs.upper.dev || l.dev != fs.lowers[0].dev {
+			fs.samefs = false
+		}
+		if fs.upper != nil && l.dev == fs.upper.dev {
+			// Linux refuses layers that overlap (ovl_check_layer).
+			if err := overlapping(fs.upper.p, 0, l.p, 0); err != nil {
+				return fail("lowerdir and upperdir overlap: %w", err)
+			}
+		}
+	}
+	root, err := fs.newRoot(upperRoot, roots)
+	if err != nil {
+		return nil, err
+	}
+	fs.root = root
+	ok = true
+	return fs, nil
+}
+
+// setDev records the layer's st_dev from its root, open as fd.
+func (l *layer) setDev(fd int) error {
+	st, err := l.p.Fstat(fd)
+	if err != nil {
+		return errno(err)
+	}
+	l.dev = st.Dev
+	return nil
+}
+
+// ancestors returns the identities (inode numbers) of the directory open
+// as fd in p and of every directory above it, up to p's root.
+func ancestors(p *vfs.Proc, fd int) ([]uint64, error) {
+	var out []uint64
+	path := ""
+	for i := 0; i < 4096; i++ {
+		st, err := p.Fstatat(fd, path, unix.AT_EMPTY_PATH)
+		if err != nil {
+			return nil, errno(err)
+		}
+		if len(out) > 0 && out[len(out)-1] == st.Ino {
+			return out, nil // the root: its ".." is itself
+		}
+		out = append(out, st.Ino)
+		if path == "" {
+			path = ".."
+		} else {
+			path += "/.."
+		}
+	}
+	return out, nil
+}
+
+// separate reports EINVAL when the directories open as a and b in p (one
+// mount) are one inside the other or the same.
+func separate(p *vfs.Proc, a, b int) error {
+	return overlapping(p, a, p, b)
+}
+
+// overlapping reports EINVAL when the directory a of p and b of q, on one
+// file system, are one inside the other or the same.
+func overlapping(p *vfs.Proc, a int, q *vfs.Proc, b int) error {
+	up, err := ancestors(p, a)
+	if err != nil {
+		return err
+	}
+	uq, err := ancestors(q, b)
+	if err != nil {
+		return err
+	}
+	for _, x := range up {
+		if x == uq[0] {
+			return unix.EINVAL
+		}
+	}
+	for _, x := range uq {
+		if x == up[0] {
+			return unix.EINVAL
+		}
+	}
+	return nil
+}
+
+// makeWorkdir makes the work directory, workdir/work, empty and with mode
+// 0, as ovl_workdir_create does: what a crash left there (copies not yet
+// renamed into place, directories being removed) is removed.
+func (fs *FS) makeWorkdir(workdir int) error {
+	p := fs.upper.p
+	if st, err := p.Fstatat(workdir, "work", unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		if err := removeAll(p, workdir, "work", st.Mode&unix.S_IFMT == unix.S_IFDIR); err != nil {
+			return err
+		}
+	} else if errno(err) != unix.ENOENT {
+		return errno(err)
+	}
+	if err := p.Mkdirat(workdir, "work", 0); err != nil {
+		return errno(err)
+	}
+	fd, err := p.Openat(workdir, "work", unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return errno(err)
+	}
+	fs.work = fd
+	return nil
+}
+
+// removeAll removes name in the directory dirfd of p, and all below it
+// when it is a directory.
+func removeAll(p *vfs.Proc, dirfd int, name string, isDir bool) error {
+	if !isDir {
+		return errno(p.Unlinkat(dirfd, name, 0))
+	}
+	fd, err := p.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return errno(err)
+	}
+	for {
+		ents, err := p.Getdents(fd)
+		if err != nil {
+			p.Close(fd)
+			return errno(err)
+		}
+		for _, e := range ents {
+			if e.Name == "." || e.Name == ".." {
+				continue
+			}
+			if err := removeAll(p, fd, e.Name, e.Type == unix.DT_DIR); err != nil {
+				p.Close(fd)
+				return err
+			}
+		}
+		if len(ents) == 0 {
+			break
+		}
+	}
+	p.Close(fd)
+	return errno(p.Unlinkat(dirfd, name, unix.AT_REMOVEDIR))
+}
+
+// Root returns the overlay's root directory.
+func (fs *FS) Root() vfs.Node { return fs.root.vnode() }
+
+// Statfs reports the upper layer's figures (the uppermost lower layer's
+// for a read-only overlay) with overlayfs's magic, as ovl_statfs does.
+func (fs *FS) Statfs() (unix.Statfs_t, error) {
+	l := fs.upper
+	if l == nil {
+		l = fs.lowers[0]
+	}
+	st, err := l.p.Fstatfs(0)
+	if err != nil {
+		return st, errno(err)
+	}
+	st.Type = superMagic
+	st.Fsid = unix.Fsid{}
+	return st, nil
+}
+
+// Shutdown closes every descriptor the overlay holds on its layers and
+// lets their mounts go.
+func (fs *FS) Shutdown() error {
+	fs.descsMu.Lock()
+	fs.down = true
+	descs := fs.descs
+	fs.descs = nil
+	fs.descsMu.Unlock()
+	for r := range descs {
+		r.close()
+	}
+	fs.whMu.Lock()
+	if fs.whiteout >= 0 {
+		fs.upper.p.Close(fs.whiteout)
+		fs.whiteout = -1
+	}
+	fs.whMu.Unlock()
+	if fs.upper != nil {
+		for _, fd := range []int{0, 1, fs.work} {
+			if fd >= 0 {
+				fs.upper.p.Close(fd)
+			}
+		}
+	}
+	for _, l := range fs.lowers {
+		l.p.Close(0)
+	}
+	for _, b := range fs.pins {
+		b.Release()
+	}
+	fs.pins = nil
+	return nil
+}
