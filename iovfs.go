@@ -75,7 +75,8 @@ func WithDevFS(dst **devfs.FS) Option {
 
 // New returns a process in a new namespace laid out as a program expects:
 // tmpfs at /, devfs at /dev (null, zero, full, random, urandom and the
-// devices given by WithDevice; loop-control, loop0-7 and ram0 too), a
+// devices given by WithDevice; loop-control, loop0-7, ram-control and
+// ram0 too), a
 // separate tmpfs at /tmp (mode 1777), and an empty /mnt.
 func New(opts ...Option) (*vfs.Proc, error) {
 	c := config{ramDisks: 1}
@@ -93,20 +94,16 @@ func New(opts ...Option) (*vfs.Proc, error) {
 		{"random", mem.Random{Minor: 8}},
 		{"urandom", mem.Random{Minor: 9}},
 	}
-	if c.ramSize == 0 {
-		c.ramSize = ram.DefaultSize
-	}
-	for i := 0; i < c.ramDisks; i++ {
-		d, err := ram.New(uint32(i), c.ramSize)
-		if err != nil {
-			return nil, fmt.Errorf("iovfs: /dev/ram%d: %w", i, err)
-		}
-		std = append(std, namedDevice{fmt.Sprintf("ram%d", i), d})
-	}
 	for _, d := range append(std, c.devices...) {
 		if err := dev.Add(d.name, d.dev); err != nil {
 			return nil, fmt.Errorf("iovfs: /dev/%s: %w", d.name, err)
 		}
+	}
+	if c.ramSize == 0 {
+		c.ramSize = ram.DefaultSize
+	}
+	if _, err := ram.Register(dev, c.ramDisks, c.ramSize); err != nil { // ram-control, ram0...
+		return nil, fmt.Errorf("iovfs: /dev/%w", err)
 	}
 	if _, err := loop.Register(dev, 8); err != nil { // loop-control, loop0-7
 		return nil, fmt.Errorf("iovfs: /dev/%w", err)

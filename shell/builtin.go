@@ -13,17 +13,31 @@ import (
 
 	"github.com/iovfs/iovfs/vfs"
 	"mvdan.cc/sh/v3/expand"
-	"mvdan.cc/sh/v3/interp"
 )
 
 // A builtin is one command of the shell, written in Go. It runs in its own
 // process (a fork of the shell's) whose current directory is the
-// interpreter's, and returns its exit status.
+// interpreter's, and returns its exit status. Its options are a table
+// (opts.go), so that every builtin parses, reports a bad option and
+// answers --help alike.
 type builtin struct {
 	name, summary string
-	run           func(c *cmd, args []string) int
-	// usageStatus is the exit status for a bad option (2 for ls, as
-	// coreutils' ls uses LS_FAILURE; 1 for most others).
+	// synopsis is what follows the name in the usage line:
+	// "[OPTION]... [FILE]...".
+	synopsis string
+	options  []option
+	style    parseStyle
+	// minOps is the least number of operands, maxOps the most (0: no
+	// limit; -1: none). missing is the message for too few ("missing
+	// operand" when empty).
+	minOps, maxOps int
+	missing        string
+	run            func(c *cmd, f flags, ops []string) int
+	// obsolete, if set, rewrites the words before parsing: the historical
+	// forms a tool still accepts ("head -5" for "head -n 5").
+	obsolete func(args []string) []string
+	// usageStatus is the exit status for a bad option or operand count
+	// (2 for ls, as coreutils' ls uses LS_FAILURE; 1 for most others).
 	usageStatus int
 }
 
@@ -34,11 +48,14 @@ func register(b *builtin) {
 	if b.usageStatus == 0 {
 		b.usageStatus = 1
 	}
+	if b.synopsis == "" {
+		b.synopsis = "[OPTION]... [FILE]..."
+	}
 	builtins[b.name] = b
 }
 
 // Builtins returns the names of the shell's commands: the builtins written
-// here and the interpreter's own (cd, echo, printf, export, exit...).
+// here and the interpreter's own (cd, echo, export, exit...).
 func Builtins() []string {
 	var out []string
 	for n := range builtins {
@@ -54,28 +71,29 @@ func Builtins() []string {
 }
 
 // interpBuiltins are the interpreter's builtins that the help lists.
-var interpBuiltins = []string{"cd", "echo", "printf", "export", "exit",
+var interpBuiltins = []string{"cd", "echo", "export", "exit",
 	"true", "false", "test", "[", "read", "set", "shift", "unset", "source", ".",
-	"eval", "type", "wait", "umask", "break", "continue", "return", "local", "alias"}
+	"eval", "type", "umask", "break", "continue", "return", "local", "alias", "exec", "trap"}
 
 var interpSummaries = map[string]string{
-	"cd": "change the current directory", "pwd": "print the current directory",
-	"echo": "write arguments to standard output", "printf": "format and print arguments",
+	"cd":   "change the current directory",
+	"echo": "write arguments to standard output", "exec": "replace the shell with a command",
 	"export": "set export attribute for variables", "exit": "leave the shell with a status",
 	"true": "return success", "false": "return failure", "test": "evaluate a conditional expression",
 	"[": "evaluate a conditional expression", "read": "read a line into variables",
 	"set": "set shell options and positional parameters", "shift": "shift positional parameters",
 	"unset": "unset variables and functions", "source": "run a script in the current shell",
 	".": "run a script in the current shell", "eval": "run arguments as a command",
-	"type": "describe a command", "wait": "wait for background jobs", "umask": "show or set the file mode mask",
+	"type": "describe a command", "umask": "show or set the file mode mask",
 	"break": "leave a loop", "continue": "next loop iteration", "return": "return from a function",
-	"local": "declare function-local variables", "alias": "define aliases",
+	"local": "declare function-local variables", "alias": "define aliases", "trap": "run commands on signals and exit",
 }
 
 // cmd is what a running builtin has: its process, streams and context.
 type cmd struct {
 	ctx  context.Context
 	sh   *Shell
+	b    *builtin
 	p    *vfs.Proc
 	name string
 	dir  string
@@ -91,62 +109,33 @@ type cmd struct {
 	sigpipe bool
 }
 
-const pipeCmd = "__iovfs_pipeline"
-
-// overridden maps the interpreter builtins that the shell replaces to the
-// hidden names its call handler gives them, so the exec handler gets them.
-var overridden = map[string]string{"help": "__iovfs_help", "pwd": "__iovfs_pwd"}
-
-// exec is the interpreter's exec handler: it runs builtins and the
-// rewritten pipelines, and refuses everything else.
-func (s *Shell) exec(ctx context.Context, args []string) error {
-	hc := interp.HandlerCtx(ctx)
-	if args[0] == pipeCmd && len(args) == 2 {
-		return s.runPipeline(ctx, hc, args[1])
+// runBuiltin parses args by b's table and runs b: --help prints the
+// table, a bad option or operand count the usage hint.
+func (c *cmd) runBuiltin(args []string) int {
+	b := c.b
+	if b.obsolete != nil {
+		args = b.obsolete(args)
 	}
-	for name, hidden := range overridden {
-		if args[0] == hidden {
-			args[0] = name
+	f, ops, msg := b.parse(args)
+	switch {
+	case msg == errHelp:
+		b.printHelp(c.out)
+		return 0
+	case msg != "":
+		return c.usage("%s", msg)
+	case len(ops) < b.minOps:
+		m := b.missing
+		if m == "" {
+			m = "missing operand"
 		}
+		if len(ops) > 0 {
+			m += " after " + quote(ops[len(ops)-1])
+		}
+		return c.usage("%s", m)
+	case b.maxOps < 0 && len(ops) > 0 || b.maxOps > 0 && len(ops) > b.maxOps:
+		return c.usage("extra operand %s", quote(ops[max(b.maxOps, 0)]))
 	}
-	b := builtins[args[0]]
-	if b == nil {
-		fmt.Fprintf(hc.Stderr, "iovfs sh: %s: command not found\n", args[0])
-		return interp.ExitStatus(127)
-	}
-	parent := s.procFrom(ctx)
-	s.forkMu.Lock()
-	p, err := parent.Fork()
-	s.forkMu.Unlock()
-	if err != nil {
-		fmt.Fprintf(hc.Stderr, "iovfs sh: fork: %s\n", errText(err))
-		return interp.ExitStatus(1)
-	}
-	defer s.closeAll(p)
-	if err := p.Chdir(hc.Dir); err != nil {
-		fmt.Fprintf(hc.Stderr, "iovfs sh: %s: %s\n", hc.Dir, errText(err))
-		return interp.ExitStatus(1)
-	}
-	c := &cmd{ctx: ctx, sh: s, p: p, name: args[0], dir: hc.Dir, env: hc.Env,
-		in: hc.Stdin, out: hc.Stdout, err: hc.Stderr}
-	if f, ok := c.in.(*os.File); c.in == nil || ok && f == nil {
-		// No stream from the interpreter: the command reads its own
-		// descriptor 0, the read end of an iovfs pipe in a pipeline.
-		c.in = p.NewFile(0, "standard input")
-	}
-	c.rawOut = c.out
-	c.out = &cmdWriter{c: c, w: c.out}
-	st := b.run(c, args[1:])
-	if c.sigpipe && st == 0 {
-		st = 141
-	}
-	if ctx.Err() != nil && st == 0 {
-		st = 130
-	}
-	if st == 0 {
-		return nil
-	}
-	return interp.ExitStatus(uint8(st))
+	return b.run(c, f, ops)
 }
 
 // cmdWriter notes EPIPE, so the command can end as if SIGPIPE killed it.
@@ -176,7 +165,7 @@ func (c *cmd) errorf(format string, a ...any) {
 func (c *cmd) usage(format string, a ...any) int {
 	c.errorf(format, a...)
 	fmt.Fprintf(c.err, "Try '%s --help' for more information.\n", c.name)
-	return builtins[c.name].usageStatus
+	return c.b.usageStatus
 }
 
 // abs makes a path absolute against the command's directory (for
@@ -201,93 +190,16 @@ func quotef(s string) string {
 	return quote(s)
 }
 
-// getopt parses GNU-style options: short flags may be grouped, options and
-// operands may mix, "--" ends options. short lists the flags; a flag
-// followed by ':' takes a value. long maps long names to their short
-// equivalent (or to themselves when they have none); a long name ending
-// in '=' takes a value. It returns the values by flag, the operands, and
-// an error message for a bad option.
-func getopt(args []string, short string, long map[string]string) (map[string][]string, []string, string) {
-	opts := map[string][]string{}
-	var operands []string
-	takes := func(f string) (bool, bool) {
-		if len(f) == 1 {
-			i := strings.Index(short, f)
-			if i < 0 {
-				return false, false
-			}
-			return true, i+1 < len(short) && short[i+1] == ':'
-		}
-		return true, false
-	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			return opts, append(operands, args[i+1:]...), ""
-		case strings.HasPrefix(a, "--"):
-			name, val, hasVal := strings.Cut(a[2:], "=")
-			key, ok := long[name]
-			wantVal := false
-			if !ok {
-				key, ok = long[name+"="]
-				wantVal = ok
-			}
-			if !ok {
-				return nil, nil, fmt.Sprintf("unrecognized option '%s'", a)
-			}
-			if wantVal && !hasVal {
-				if i+1 >= len(args) {
-					return nil, nil, fmt.Sprintf("option '--%s' requires an argument", name)
-				}
-				i++
-				val = args[i]
-			}
-			opts[key] = append(opts[key], val)
-		case strings.HasPrefix(a, "-") && a != "-":
-			for j := 1; j < len(a); j++ {
-				f := a[j : j+1]
-				ok, val := takes(f)
-				if !ok {
-					return nil, nil, fmt.Sprintf("invalid option -- '%s'", f)
-				}
-				if val {
-					v := a[j+1:]
-					if v == "" {
-						if i+1 >= len(args) {
-							return nil, nil, fmt.Sprintf("option requires an argument -- '%s'", f)
-						}
-						i++
-						v = args[i]
-					}
-					opts[f] = append(opts[f], v)
-					break
-				}
-				opts[f] = append(opts[f], "")
-			}
-		default:
-			operands = append(operands, a)
-		}
-	}
-	return opts, operands, ""
-}
-
-func has(opts map[string][]string, f string) bool { return len(opts[f]) > 0 }
-
-func last(opts map[string][]string, f string) string {
-	v := opts[f]
-	if len(v) == 0 {
-		return ""
-	}
-	return v[len(v)-1]
-}
-
 func init() {
-	register(&builtin{name: "help", summary: "list the commands, each with one line", run: runHelp})
-	register(&builtin{name: "pwd", summary: "print the current directory (-L, -P)", run: runPwd})
+	register(&builtin{name: "help", summary: "list the commands, each with one line", synopsis: "[COMMAND]",
+		maxOps: 1, run: runHelp})
+	// pwd is a shell builtin in bash, with bash's messages rather than
+	// getopt's.
+	register(&builtin{name: "pwd", summary: "print the current directory (-L, -P)", synopsis: "[-LP]",
+		style: raw, run: runPwd})
 }
 
-func runPwd(c *cmd, args []string) int {
+func runPwd(c *cmd, _ flags, args []string) int {
 	physical := false
 	for _, a := range args {
 		switch a {
@@ -314,7 +226,16 @@ func runPwd(c *cmd, args []string) int {
 	return 0
 }
 
-func runHelp(c *cmd, args []string) int {
+func runHelp(c *cmd, _ flags, ops []string) int {
+	if len(ops) == 1 {
+		b := builtins[ops[0]]
+		if b == nil {
+			c.errorf("no help topics match %s", quote(ops[0]))
+			return 1
+		}
+		b.printHelp(c.out)
+		return 0
+	}
 	for _, n := range Builtins() {
 		sum := interpSummaries[n]
 		if b := builtins[n]; b != nil {
@@ -345,13 +266,12 @@ func RunCommand(ctx context.Context, p *vfs.Proc, dir string, args []string, std
 		return 127
 	}
 	s := &Shell{proc: p, stderr: stderr}
-	s.highFd.Store(2)
 	child, err := p.Fork()
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: fork: %s\n", args[0], errText(err))
 		return 1
 	}
-	defer s.closeAll(child)
+	defer exitProc(child)
 	if err := child.Chdir(dir); err != nil {
 		fmt.Fprintf(stderr, "%s: %s: %s\n", args[0], dir, errText(err))
 		return 1
@@ -359,8 +279,8 @@ func RunCommand(ctx context.Context, p *vfs.Proc, dir string, args []string, std
 	if stdin == nil {
 		stdin = strings.NewReader("")
 	}
-	c := &cmd{ctx: ctx, sh: s, p: child, name: args[0], dir: dir, env: expand.ListEnviron(),
+	c := &cmd{ctx: ctx, sh: s, b: b, p: child, name: args[0], dir: dir, env: expand.ListEnviron(),
 		in: stdin, err: stderr}
 	c.out = &cmdWriter{c: c, w: stdout}
-	return b.run(c, args[1:])
+	return c.runBuiltin(args[1:])
 }

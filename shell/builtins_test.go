@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/iovfs/iovfs"
-	"github.com/iovfs/iovfs/fs/devfs"
 	"github.com/iovfs/iovfs/internal/testenv"
 )
 
@@ -19,14 +18,12 @@ import (
 
 func runDev(t *testing.T, script string) (string, string, int) {
 	t.Helper()
-	var dev *devfs.FS
-	p, err := iovfs.New(iovfs.WithDevFS(&dev))
+	p, err := iovfs.New()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	sh, err := New(p, Options{Stdout: &out, Stderr: &errb, Env: []string{"FOO=bar"},
-		AddDevice: func(name string, d devfs.Device) error { return dev.Add(name, d) }})
+	sh, err := New(p, Options{Stdout: &out, Stderr: &errb, Env: []string{"FOO=bar"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,12 @@ import (
 )
 
 func init() {
-	register(&builtin{name: "df", summary: "report file system space usage, from statfs (-h)", run: runDf})
+	register(&builtin{name: "df", summary: "report file system space usage, from statfs (-h)", run: runDf,
+		options: []option{
+			{short: 'h', long: "human-readable", help: "sizes in powers of 1024 (1K 234M 2G)"},
+			{short: 'k', help: "1K blocks (the default)"},
+			{short: 'a', long: "all", help: "include file systems of no blocks"},
+		}})
 }
 
 // mountOf returns the mount that holds path: the one with the longest
@@ -30,11 +35,7 @@ func (c *cmd) mountOf(mounts []vfs.MountInfo, path string) (vfs.MountInfo, bool)
 	return best, found
 }
 
-func runDf(c *cmd, args []string) int {
-	opts, ops, bad := getopt(args, "hka", map[string]string{"human-readable": "h", "all": "a"})
-	if bad != "" {
-		return c.usage("%s", bad)
-	}
+func runDf(c *cmd, f flags, ops []string) int {
 	mounts := c.p.Namespace().Mounts()
 	var list []vfs.MountInfo
 	status := 0
@@ -52,7 +53,7 @@ func runDf(c *cmd, args []string) int {
 		}
 	}
 	rows := [][]string{{"Filesystem", "1K-blocks", "Used", "Available", "Use%", "Mounted on"}}
-	if has(opts, "h") {
+	if f.has("h") {
 		rows[0] = []string{"Filesystem", "Size", "Used", "Avail", "Use%", "Mounted on"}
 	}
 	for _, m := range list {
@@ -63,7 +64,7 @@ func runDf(c *cmd, args []string) int {
 			continue
 		}
 		// GNU df leaves out file systems of zero blocks unless -a.
-		if st.Blocks == 0 && !has(opts, "a") && len(ops) == 0 {
+		if st.Blocks == 0 && !f.has("a") && len(ops) == 0 {
 			continue
 		}
 		bs := int64(st.Frsize)
@@ -77,13 +78,13 @@ func runDf(c *cmd, args []string) int {
 			p := (used*100 + used + avail - 1) / (used + avail)
 			pct = strconv.FormatInt(p, 10) + "%"
 		}
-		f := func(n int64) string {
-			if has(opts, "h") {
+		fig := func(n int64) string {
+			if f.has("h") {
 				return dfHuman(n)
 			}
 			return strconv.FormatInt((n+1023)/1024, 10)
 		}
-		rows = append(rows, []string{m.Source, f(size), f(used), f(avail), pct, m.Target})
+		rows = append(rows, []string{m.Source, fig(size), fig(used), fig(avail), pct, m.Target})
 	}
 	if len(rows) == 1 && len(ops) > 0 {
 		return status // nothing to show: GNU prints no header either

@@ -15,7 +15,18 @@ import (
 )
 
 func init() {
-	register(&builtin{name: "ls", summary: "list directory contents (-l -a -A -i -h -R -1 -d -n)", run: runLs, usageStatus: 2})
+	register(&builtin{name: "ls", summary: "list directory contents (-l -a -A -i -h -R -1 -d -n)", run: runLs, usageStatus: 2,
+		options: []option{
+			{short: 'l', help: "long listing"},
+			{short: 'a', long: "all", help: "include names starting with ."},
+			{short: 'A', long: "almost-all", help: "as -a, without . and .."},
+			{short: 'i', long: "inode", help: "print each file's inode number"},
+			{short: 'h', long: "human-readable", help: "with -l, sizes as 1K 234M 2G"},
+			{short: 'R', long: "recursive", help: "list subdirectories recursively"},
+			{short: '1', help: "one name per line"},
+			{short: 'd', long: "directory", help: "list directories themselves, not their contents"},
+			{short: 'n', long: "numeric-uid-gid", help: "as -l, with numeric user and group ids"},
+		}})
 }
 
 type lsOpts struct {
@@ -31,15 +42,10 @@ type lsEntry struct {
 	target     string
 }
 
-func runLs(c *cmd, args []string) int {
-	opts, ops, bad := getopt(args, "laAihR1dn", map[string]string{"all": "a", "almost-all": "A",
-		"inode": "i", "human-readable": "h", "recursive": "R", "directory": "d"})
-	if bad != "" {
-		return c.usage("%s", bad)
-	}
-	o := lsOpts{long: has(opts, "l") || has(opts, "n"), numeric: has(opts, "n"), one: has(opts, "1"), all: has(opts, "a"), almost: has(opts, "A"),
-		inode: has(opts, "i"), human: has(opts, "h"), recursive: has(opts, "R"),
-		dirs: has(opts, "d"), now: time.Now()}
+func runLs(c *cmd, f flags, ops []string) int {
+	o := lsOpts{long: f.has("l") || f.has("n"), numeric: f.has("n"), one: f.has("1"), all: f.has("a"), almost: f.has("A"),
+		inode: f.has("i"), human: f.has("h"), recursive: f.has("R"),
+		dirs: f.has("d"), now: time.Now()}
 	if len(ops) == 0 {
 		ops = []string{"."}
 	}

@@ -143,7 +143,7 @@ func (s *Shell) runPipeline(ctx context.Context, hc interp.HandlerContext, id st
 			pipes = pipes[:i]
 			break
 		}
-		pipes[i] = pipeFds{s.track(r), s.track(w)}
+		pipes[i] = pipeFds{r, w}
 	}
 	for i := 0; err == nil && i < n; i++ {
 		var c *vfs.Proc
@@ -176,7 +176,7 @@ func (s *Shell) runPipeline(ctx context.Context, hc interp.HandlerContext, id st
 	if err != nil {
 		for _, c := range procs {
 			if c != nil {
-				s.closeAll(c)
+				exitProc(c)
 			}
 		}
 		fmt.Fprintf(hc.Stderr, "iovfs sh: pipe: %s\n", errText(err))
@@ -205,11 +205,11 @@ func (s *Shell) runPipeline(ctx context.Context, hc interp.HandlerContext, id st
 		}
 		if err := interp.StdIO(in, out, errw)(sub); err != nil {
 			status[i] = 1
-			s.closeAll(c)
+			exitProc(c)
 			continue
 		}
 		wg.Go(func() {
-			defer s.closeAll(c)
+			defer exitProc(c)
 			sctx := context.WithValue(context.WithValue(ctx, procKey, c), runnerKey, sub)
 			sub.Run(sctx, prelude)
 			status[i] = s.status(sctx, sub.Run(sctx, pl.sides[i]))

@@ -19,10 +19,8 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
-	"github.com/iovfs/iovfs/fs/devfs"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 	"mvdan.cc/sh/v3/expand"
@@ -43,8 +41,6 @@ type Options struct {
 	Dir string
 	// Params are the positional parameters ($1...).
 	Params []string
-	// AddDevice, if set, adds a device to /dev (mkrd uses it).
-	AddDevice func(name string, d devfs.Device) error
 	// Bench, if set, runs "iovfs bench" with args (the bench builtin).
 	Bench func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	// Interactive turns on alias expansion and the interactive behaviour
@@ -59,18 +55,13 @@ type Shell struct {
 	runner *interp.Runner
 	stderr io.Writer
 
-	addDevice func(name string, d devfs.Device) error
-	bench     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+	bench func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 	// forkMu serialises making a pipeline's pipes and forking its
 	// processes, so that no fork made meanwhile (another pipeline, in a
 	// background job) inherits pipe ends that are not its own and keeps a
 	// reader from seeing end of file.
 	forkMu sync.Mutex
-	// highFd is the highest descriptor number the shell's code has been
-	// given by the process; closeAll closes up to it.
-	highFd atomic.Int64
-
 	// mu protects pipelines.
 	mu        sync.Mutex
 	pipelines map[string]*pipeline
@@ -102,11 +93,10 @@ func (s *Shell) runnerFrom(ctx context.Context) *interp.Runner {
 
 // New returns a shell on process p.
 func New(p *vfs.Proc, o Options) (*Shell, error) {
-	s := &Shell{proc: p, pipelines: map[string]*pipeline{}, stderr: o.Stderr, addDevice: o.AddDevice, bench: o.Bench}
+	s := &Shell{proc: p, pipelines: map[string]*pipeline{}, stderr: o.Stderr, bench: o.Bench}
 	if s.stderr == nil {
 		s.stderr = io.Discard
 	}
-	s.highFd.Store(2)
 	dir := o.Dir
 	if dir == "" {
 		dir = "/"
@@ -226,24 +216,9 @@ func (s *Shell) RunScript(ctx context.Context, src io.Reader, name string) int {
 	return st
 }
 
-// closeAll closes every descriptor of a process that the shell made, as
-// the exit of a process does.
-func (s *Shell) closeAll(p *vfs.Proc) {
-	hi := int(s.highFd.Load())
-	for fd := 0; fd <= hi; fd++ {
-		p.Close(fd)
-	}
-}
-
-// track records fd as one the shell's processes may hold.
-func (s *Shell) track(fd int) int {
-	for {
-		hi := s.highFd.Load()
-		if int64(fd) <= hi || s.highFd.CompareAndSwap(hi, int64(fd)) {
-			return fd
-		}
-	}
-}
+// exitProc ends a process the shell made: every descriptor it holds is
+// closed, as at exit(2), so that pipe readers see end of file.
+func exitProc(p *vfs.Proc) { p.CloseRange(0, ^uint(0), 0) }
 
 // errText is strerror(3)'s text for err's errno, as GNU tools print it.
 func errText(err error) string {

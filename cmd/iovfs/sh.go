@@ -176,8 +176,7 @@ func runSh(args []string, stdout, stderr io.Writer) int {
 	}
 	home, _ := os.UserHomeDir()
 	o := shell.Options{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Params: params,
-		Env:       []string{"HOME=/", "USER=" + map[bool]string{true: "root", false: user}[user == ""]},
-		AddDevice: func(name string, d devfs.Device) error { return dev.Add(name, d) },
+		Env: []string{"HOME=/", "USER=" + map[bool]string{true: "root", false: user}[user == ""]},
 		Bench: func(ctx context.Context, args []string, out, errw io.Writer) int {
 			return runBench(args, out, errw)
 		},

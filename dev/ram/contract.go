@@ -10,4 +10,6 @@ var (
 	_ vfs.IterReader = (*Disk)(nil)
 	_ vfs.IterWriter = (*Disk)(nil)
 	_ vfs.Opener     = (*Disk)(nil)
+	_ vfs.Opener     = (*Control)(nil)
+	_ vfs.Ioctler    = ctlHandle{}
 )
