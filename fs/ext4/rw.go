@@ -26,7 +26,7 @@ package ext4
 //   - refused with a *FeatureError naming the feature:
 //     bigalloc, encrypt, casefold, ea_inode, mmp, quota, project, verity,
 //     orphan_present without orphan_file, needs_recovery without a
-//     journal, journal csum v2, async_commit and fast_commit, external
+//     journal, async_commit and fast_commit journals, external
 //     journals, and volumes without filetype.
 //   - orphan_file (rworphanfile.go): orphans in the orphan file's slots,
 //     the s_last_orphan list when it is full (rworphan.go).
@@ -45,6 +45,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/iovfs/iovfs/block"
+	"github.com/iovfs/iovfs/fs/jbd2"
 )
 
 // WriteDevice is a Device that can also be written: WriteAt has
@@ -114,10 +117,16 @@ func (v *Volume) writeRefusal(journal bool) string {
 // others (mu) and leaves the volume e2fsck-clean when it returns, even
 // after an error.
 type Writer struct {
-	v   *Volume
-	dev WriteDevice // tx: metadata writes go to the transaction
-	tx  *txDev
-	j   *journal // nil without has_journal
+	v    *Volume
+	jdev *journalDev       // the device, under the journal and the transaction
+	tx   *jbd2.Transaction // the running transaction: metadata writes go here
+	j    *jbd2.Journal     // nil without has_journal
+	// dax, if set, is the device's direct access (a dax mount): file
+	// data is copied into device memory (rwdax.go); mem is the whole
+	// device's view when one could be taken, and daxRead reads it.
+	dax     block.DirectAccessor
+	mem     []byte
+	daxRead *FS
 
 	// Now gives the timestamps of changes; time.Now by default.
 	Now func() time.Time
@@ -235,18 +244,25 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 	if opt.Logf == nil {
 		opt.Logf = func(string, ...any) {}
 	}
-	tx := &txDev{dev: dev, over: map[uint64][]byte{}} // bs 0: pass-through until set
-	v, err := Open(tx, opt)
+	jdev := &journalDev{dev: dev}
+	sb := make([]byte, sbSize)
+	if dev.Size() >= sbOffset+sbSize {
+		if err := readFull(dev, sb, sbOffset); err != nil {
+			return nil, err
+		}
+	}
+	bs := 1024
+	if logbs := le32(sb, 0x18); logbs <= 6 {
+		bs <<= logbs // else Open refuses the volume
+	}
+	tx := jbd2.NewTransaction(jdev, bs)
+	v, err := Open(txDevice{tx, dev.Size()}, opt)
 	if err != nil {
 		return nil, err
 	}
-	sb := make([]byte, sbSize)
-	if err := readFull(dev, sb, sbOffset); err != nil {
-		return nil, err
-	}
-	var j *journal
+	var j *jbd2.Journal
 	if !opt.NoLoad {
-		if j, err = openJournal(v, tx, sb); err != nil {
+		if j, err = openJournal(v, jdev, sb); err != nil {
 			return nil, err
 		}
 	}
@@ -254,32 +270,35 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 	if f := v.writeRefusal(j != nil || opt.unreplayed); f != "" {
 		return nil, &FeatureError{Feature: f + " (read-write)"}
 	}
-	if j != nil && (v.incompat&incompatRecover != 0 || be.Uint32(j.sb[0x1C:]) != 0) {
-		n, err := j.recover(v, dev)
+	if j != nil && (v.incompat&incompatRecover != 0 || j.NeedsRecovery()) {
+		// The replay writes around the count of s_kbytes_written.
+		rj, err := openJournal(v, &journalDev{dev: dev, uncounted: true}, sb)
 		if err != nil {
-			return nil, fmt.Errorf("ext4: journal recovery: %w", err)
+			return nil, err
+		}
+		n, err := rj.Recover(v.blocks)
+		if err != nil {
+			return nil, fmt.Errorf("ext4: journal recovery: %w", journalErr(le32(sb, 0xE0), err))
 		}
 		opt.Logf("ext4: recovered %d journal transactions", n)
-		seq := j.seq
 		// The replay may have rewritten anything: read the volume again.
-		if v, err = Open(tx, opt); err != nil {
+		if v, err = Open(txDevice{tx, dev.Size()}, opt); err != nil {
 			return nil, err
 		}
 		if err := readFull(dev, sb, sbOffset); err != nil {
 			return nil, err
 		}
-		if j, err = openJournal(v, tx, sb); err != nil {
+		if j, err = openJournal(v, jdev, sb); err != nil {
 			return nil, err
 		}
 		if j == nil {
 			return nil, corrupt(0, "journal gone after its replay")
 		}
-		j.seq = seq
 	}
 	if f := v.writeRefusal(j != nil || opt.unreplayed); f != "" {
 		return nil, &FeatureError{Feature: f + " (read-write)"}
 	}
-	w := &Writer{v: v, dev: tx, tx: tx, j: j, Now: time.Now, bbm: map[uint32][]byte{}, ibm: map[uint32][]byte{}, orphan: map[uint32]bool{}, pendingFree: map[uint64]struct{}{}, CommitInterval: 5 * time.Second}
+	w := &Writer{v: v, jdev: jdev, tx: tx, j: j, Now: time.Now, bbm: map[uint32][]byte{}, ibm: map[uint32][]byte{}, orphan: map[uint32]bool{}, pendingFree: map[uint64]struct{}{}, CommitInterval: 5 * time.Second}
 	v.openUnlinked = w.isOpenUnlinked
 	w.sb = sb
 	perBlock := v.bs / uint64(v.descSize)
@@ -297,7 +316,6 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 		}
 	}
 	w.gen = le32(w.sb, 0x1A0) ^ uint32(time.Now().UnixNano()) // any value; e2fsck does not check it
-	tx.bs = int64(v.bs)
 	// The orphan file is checked before anything is written: a damaged
 	// one refuses the volume as it is.
 	if v.compat&compatOrphanFile != 0 {
@@ -315,7 +333,7 @@ func OpenWriter(dev WriteDevice, opt Options) (*Writer, error) {
 		if !opt.readOnlyMount {
 			w.setJournalFeatures() // rwsuper.go
 		}
-		if err := w.writeJSuper(0); err != nil {
+		if err := j.WriteSuper(0); err != nil {
 			return nil, err
 		}
 		binary.LittleEndian.PutUint32(w.sb[0x60:], le32(w.sb, 0x60)|incompatRecover)
@@ -487,7 +505,7 @@ func (w *Writer) writeSuper() error {
 }
 
 func (w *Writer) writeAt(p []byte, off int64) error {
-	n, err := w.dev.WriteAt(p, off)
+	n, err := w.tx.WriteAt(p, off)
 	if err == nil && n < len(p) {
 		err = syscall.EIO
 	}

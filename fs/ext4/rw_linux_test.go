@@ -901,8 +901,10 @@ func replayDiff(t *testing.T, img []byte) (diff []uint64, recovered int) {
 		fmt.Sscanf(l, "ext4: recovered %d", &recovered)
 	}
 	jblocks := map[uint64]bool{}
-	for _, b := range w.j.phys {
-		jblocks[b] = true
+	for _, e := range w.j.Extents() {
+		for b := e.Physical; b < e.Physical+e.Len; b++ {
+			jblocks[b] = true
+		}
 	}
 	bs := int(w.v.bs)
 	if err := w.Close(); err != nil {

@@ -14,8 +14,8 @@ package ext4
 // read: a truncate, punch or conversion is seen by the next read, holes
 // and unwritten extents read as zeros without touching the device, and
 // a data write is in device memory before WriteAt returns. File data
-// never sits in the transaction's overlay (txDev.writeData drops
-// overlay copies, and blocks freed in the running transaction are not
+// never sits in the running transaction (writeDirect drops its
+// copies, and blocks freed in the running transaction are not
 // reused before it commits), so device memory holds what a read must
 // see. The exception would be data=journal, whose data lives in the
 // running transaction until checkpoint: dax refuses it, as Linux does
@@ -31,18 +31,18 @@ import (
 // copyDax writes p at device offset off into device memory: with the
 // whole-device view one guarded copy, otherwise one per contiguous piece
 // DirectAccess returns.
-func (d *txDev) copyDax(p []byte, off int64) error {
-	if d.mem != nil {
-		if off < 0 || off > int64(len(d.mem))-int64(len(p)) {
+func (w *Writer) copyDax(p []byte, off int64) error {
+	if w.mem != nil {
+		if off < 0 || off > int64(len(w.mem))-int64(len(p)) {
 			return syscall.EIO
 		}
-		if n, err := block.Copy(d.mem[off:off+int64(len(p))], p); err != nil || n < len(p) {
+		if n, err := block.Copy(w.mem[off:off+int64(len(p))], p); err != nil || n < len(p) {
 			return nonNilErr(err)
 		}
 		return nil
 	}
 	for done := 0; done < len(p); {
-		m, err := d.dax.DirectAccess(off+int64(done), len(p)-done)
+		m, err := w.dax.DirectAccess(off+int64(done), len(p)-done)
 		if err != nil {
 			return err
 		}
@@ -61,8 +61,8 @@ func (d *txDev) copyDax(p []byte, off int64) error {
 // through the journal instead and does not combine with it (the mount
 // refuses data=journal,dax as Linux does).
 func (w *Writer) UseDAX(da block.DirectAccessor, mem []byte) {
-	w.tx.dax, w.tx.mem = da, mem
-	w.tx.daxRead = &FS{dax: da, mem: mem, bs: w.v.bs, bsBits: uint(w.v.bsBits)}
+	w.dax, w.mem = da, mem
+	w.daxRead = &FS{dax: da, mem: mem, bs: w.v.bs, bsBits: uint(w.v.bsBits)}
 }
 
 // readData reads len(p) bytes of file data at device offset off: from
@@ -70,7 +70,7 @@ func (w *Writer) UseDAX(da block.DirectAccessor, mem []byte) {
 // guarded copy), through the device (and the transaction's overlay)
 // otherwise. A short read is EIO.
 func (w *Writer) readData(p []byte, off int64) error {
-	if fs := w.tx.daxRead; fs != nil && w.Data != DataJournal {
+	if fs := w.daxRead; fs != nil && w.Data != DataJournal {
 		if off < 0 || (fs.mem != nil && off > int64(len(fs.mem))-int64(len(p))) {
 			return syscall.EIO // a mapping past the device: a corrupt extent
 		}
@@ -84,4 +84,4 @@ func (w *Writer) readData(p []byte, off int64) error {
 }
 
 // DAX reports whether the mount writes file data into device memory.
-func (fs *rwFS) DAX() bool { return fs.w.tx.dax != nil }
+func (fs *rwFS) DAX() bool { return fs.w.dax != nil }

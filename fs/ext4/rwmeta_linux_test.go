@@ -667,8 +667,10 @@ func orphanDiff(t *testing.T, img []byte) (freed, cut int) {
 	}
 	skip := map[uint64]bool{}
 	if w.j != nil {
-		for _, b := range w.j.phys {
-			skip[b] = true
+		for _, e := range w.j.Extents() {
+			for b := e.Physical; b < e.Physical+e.Len; b++ {
+				skip[b] = true
+			}
 		}
 	}
 	v := w.v

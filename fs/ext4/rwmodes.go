@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/iovfs/iovfs/fs/jbd2"
 )
 
 // DataMode is the data= mount option: how file data relates to the
@@ -166,7 +168,7 @@ func (w *Writer) ReportError(op string, err error) {
 	w.dirChanged(0) // the dropped transaction's directory blocks
 	// The committed superblock, not the running transaction's.
 	sb := make([]byte, sbSize)
-	if err := readFull(w.tx.dev, sb, sbOffset); err != nil {
+	if err := readFull(w.jdev, sb, sbOffset); err != nil {
 		return
 	}
 	recordError(sb, ce, op, now)
@@ -177,22 +179,11 @@ func (w *Writer) ReportError(op string, err error) {
 	if w.rawWrite(sb, sbOffset) != nil {
 		return
 	}
-	if j := w.j; j != nil {
-		js := make([]byte, w.v.bs)
-		if readFull(w.tx.dev, js, int64(j.phys[0]<<w.v.bsBits)) != nil {
-			return
-		}
-		eio := int32(-int32(syscall.EIO))
-		be.PutUint32(js[0x20:], uint32(eio)) // s_errno
-		if j.csumV3 {
-			be.PutUint32(js[0xFC:], 0)
-			be.PutUint32(js[0xFC:], crc32c(^uint32(0), js[:1024]))
-		}
-		if w.rawWrite(js, int64(j.phys[0]<<w.v.bsBits)) != nil {
-			return
-		}
+	if w.j != nil {
+		w.j.Abort(-int32(syscall.EIO)) // jbd2_journal_abort's s_errno
+		return
 	}
-	w.tx.flush()
+	w.jdev.Flush()
 }
 
 // corruptErr is the *CorruptError in err's chain, or nil: errors.As
@@ -228,11 +219,11 @@ func errorFunc(op string, ce *CorruptError) string {
 // s_errno an earlier abort set marks the volume ERROR_FS ("Filesystem
 // error recorded from previous mount") and has s_errno cleared; the
 // caller writes both superblocks.
-func clearJournalErr(sb []byte, j *journal, logf func(string, ...any)) {
-	if j == nil || be.Uint32(j.sb[0x20:]) == 0 {
+func clearJournalErr(sb []byte, j *jbd2.Journal, logf func(string, ...any)) {
+	if j == nil || j.Errno() == 0 {
 		return
 	}
-	logf("ext4: Filesystem error recorded from previous mount: errno %d; marking fs in need of filesystem check", int32(be.Uint32(j.sb[0x20:])))
+	logf("ext4: Filesystem error recorded from previous mount: errno %d; marking fs in need of filesystem check", j.Errno())
 	binary.LittleEndian.PutUint16(sb[sbState:], le16(sb, sbState)|stateErrorFS)
-	be.PutUint32(j.sb[0x20:], 0)
+	j.SetErrno(0)
 }

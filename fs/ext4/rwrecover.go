@@ -153,7 +153,7 @@ func NeedsRecovery(dev Device) (bool, error) {
 // (ext4_update_super; s_wtime is left alone, as for a read-only mount).
 // It returns the number of transactions replayed. A volume that does not
 // need recovery is not written. Errors: those of Open; a *FeatureError for
-// a journal the replay cannot read (external, csum v2, fast commits); a
+// a journal the replay cannot read (external, async or fast commits); a
 // *CorruptError for a damaged log; the device's write errors.
 func RecoverJournal(dev WriteDevice, opt Options) (int, error) {
 	if opt.Logf == nil {
@@ -172,23 +172,14 @@ func RecoverJournal(dev WriteDevice, opt Options) (int, error) {
 	if err := readFull(dev, sb, sbOffset); err != nil {
 		return 0, err
 	}
-	j, err := openJournal(v, dev, sb)
+	j, err := openJournal(v, &journalDev{dev: dev, uncounted: true}, sb)
 	if err != nil {
 		return 0, err
 	}
-	n, err := j.recover(v, dev)
+	// The replay marks the log empty.
+	n, err := j.Recover(v.blocks)
 	if err != nil {
-		return 0, fmt.Errorf("ext4: journal recovery: %w", err)
-	}
-	// The log is empty.
-	be.PutUint32(j.sb[0x18:], j.seq)
-	be.PutUint32(j.sb[0x1C:], 0)
-	if j.csumV3 {
-		be.PutUint32(j.sb[0xFC:], 0)
-		be.PutUint32(j.sb[0xFC:], crc32c(^uint32(0), j.sb[:1024]))
-	}
-	if err := writeFull(dev, j.sb, int64(j.phys[0]<<v.bsBits)); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("ext4: journal recovery: %w", journalErr(le32(sb, 0xE0), err))
 	}
 	// The replay may have rewritten the superblock and the descriptors:
 	// read them again.

@@ -34,6 +34,8 @@ package ext4
 import (
 	"bytes"
 	"encoding/binary"
+
+	"github.com/iovfs/iovfs/fs/jbd2"
 )
 
 // Superblock fields of the mount bookkeeping (struct ext4_super_block).
@@ -66,32 +68,24 @@ func getTstamp(sb []byte, lo, hi int) int64 {
 	return int64(le32(sb, lo)) | int64(sb[hi])<<32
 }
 
-// Journal superblock words and values of setJournalFeatures.
-const (
-	jCompatChecksum = 0x1 // JBD2_FEATURE_COMPAT_CHECKSUM, v1 commit checksums
-	jCsumTypeCRC32C = 4   // JBD2_CRC32C_CHKSUM
-)
-
 // setJournalFeatures gives the journal the features a read-write mount of
 // the kernel sets before it writes the journal superblock: the Writer
 // then logs in that format (tag size, checksums). A version 1 journal
 // superblock has no feature words and is left alone.
 func (w *Writer) setJournalFeatures() {
 	j := w.j
-	if be.Uint32(j.sb[4:]) != jSuperV2 {
+	if j.Version() != 2 {
 		return
 	}
-	incompat := j.incompat &^ (jIncCsumV2 | jIncCsumV3 | jIncAsyncCommit)
+	compat, incompat := j.Features()
+	incompat &^= jbd2.IncompatCsumV2 | jbd2.IncompatCsumV3 | jbd2.IncompatAsyncCommit
 	if w.v.incompat&incompat64bit != 0 {
-		incompat |= jInc64bit
+		incompat |= jbd2.Incompat64bit
 	}
 	if w.v.rocompat&rocompatMetadataCsum != 0 && !w.v.opt.NoJournalChecksum {
-		incompat |= jIncCsumV3
-		j.sb[0x50] = jCsumTypeCRC32C // s_checksum_type
+		incompat |= jbd2.IncompatCsumV3
 	}
-	be.PutUint32(j.sb[0x24:], be.Uint32(j.sb[0x24:])&^jCompatChecksum)
-	be.PutUint32(j.sb[0x28:], incompat)
-	j.setIncompat(incompat)
+	j.SetFeatures(compat&^jbd2.CompatChecksum, incompat)
 }
 
 // setupSuper is ext4_setup_super for a read-write mount; the caller
@@ -143,7 +137,7 @@ func (w *Writer) putSuper() {
 func (w *Writer) updateSuper(sb []byte) {
 	setTstamp(sb, sbWtime, sbWtimeHi, w.Now().Unix())
 	if w.mounted {
-		binary.LittleEndian.PutUint64(sb[sbKbytesWritten:], w.kbStart+w.tx.written.Load()>>10)
+		binary.LittleEndian.PutUint64(sb[sbKbytesWritten:], w.kbStart+w.jdev.written.Load()>>10)
 	}
 }
 

@@ -220,7 +220,7 @@ func Open(dev Device, opt Options) (*Volume, error) {
 	return v, nil
 }
 
-func readFull(dev Device, p []byte, off int64) error {
+func readFull(dev io.ReaderAt, p []byte, off int64) error {
 	n, err := dev.ReadAt(p, off)
 	if n == len(p) {
 		return nil
