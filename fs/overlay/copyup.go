@@ -65,12 +65,16 @@ func (n *node) copyUpOne(data bool) error {
 		fs.cleanupWork(tmp, n.typ == unix.S_IFDIR)
 		return err
 	}
-	r := real{fs.upper, fd}
-	ust, err := up.Fstat(fd)
+	r, err := newReal(fs.upper, fd)
 	if err != nil {
-		up.Close(fd)
 		fs.cleanupWork(tmp, n.typ == unix.S_IFDIR)
-		return errno(err)
+		return err
+	}
+	ust, err := r.stat()
+	if err != nil {
+		r.close()
+		fs.cleanupWork(tmp, n.typ == unix.S_IFDIR)
+		return err
 	}
 	// Into place, under the directory's mutex, so that no lookup sees the
 	// name between the rename and the node's new upper object, and an
@@ -84,7 +88,7 @@ func (n *node) copyUpOne(data bool) error {
 		// as the node's upper object (what an open file of it still
 		// changes), as Linux's tmpfile copy-up of an unlinked file.
 		if err := up.Unlinkat(fs.work, tmp, unlinkFlags(n.typ)); err != nil {
-			up.Close(fd)
+			r.close()
 			return errno(err)
 		}
 	} else {
@@ -100,7 +104,7 @@ func (n *node) copyUpOne(data bool) error {
 		runtime.KeepAlive(parent)
 		if err != nil {
 			parent.mu.Unlock()
-			up.Close(fd)
+			r.close()
 			fs.cleanupWork(tmp, n.typ == unix.S_IFDIR)
 			return errno(err)
 		}

@@ -127,12 +127,15 @@ func (d *node) createObject(name string, mode uint32, rdev uint64, target string
 			fs.cleanupWork(tmp, false) // the whiteout it replaced
 		}
 	}
-	st, err := up.Fstat(fd)
+	r, err := newReal(fs.upper, fd)
 	if err != nil {
-		up.Close(fd)
-		return nil, errno(err)
+		return nil, err
 	}
-	r := real{fs.upper, fd}
+	st, err := r.stat()
+	if err != nil {
+		r.close()
+		return nil, err
+	}
 	n := fs.newNode(d, name, &r, nil, st)
 	n.opaque.Store(typ == unix.S_IFDIR && wh)
 	if typ != unix.S_IFDIR {

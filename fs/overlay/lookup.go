@@ -80,10 +80,17 @@ func lookupIn(dir real, name string) (real, vfs.Stat, error) {
 		p.Close(fd)
 		return real{}, vfs.Stat{}, errno(err)
 	}
-	return real{dir.l, fd}, st, nil
+	r, err := newReal(dir.l, fd)
+	return r, st, err
 }
 
-func (r real) close() { r.l.p.Close(r.fd) }
+// close drops the object.
+func (r real) close() {
+	if r.b != nil {
+		r.b.Release()
+	}
+	r.l.p.Close(r.fd)
+}
 
 // isWhiteout reports a whiteout: a character device 0:0
 // (ovl_is_whiteout).

@@ -12,10 +12,33 @@ import (
 )
 
 // A real object is one layer's object that a node stands for: an O_PATH
-// descriptor of the layer's process.
+// descriptor of the layer's process, a reference to its open file, and
+// its node, whose Stat the overlay's, its hottest call, calls directly.
 type real struct {
-	l  *layer
-	fd int
+	l    *layer
+	fd   int
+	b    *vfs.Backing
+	node vfs.Node
+}
+
+// newReal makes the real object open as fd in l's process; on error it
+// closes fd.
+func newReal(l *layer, fd int) (real, error) {
+	b, err := l.p.Backing(fd)
+	if err != nil {
+		l.p.Close(fd)
+		return real{}, errno(err)
+	}
+	return real{l, fd, b, b.Node()}, nil
+}
+
+// stat is the object's status, as Fstat of its descriptor gives it.
+func (r real) stat() (vfs.Stat, error) {
+	st, err := r.node.Stat()
+	if st.Dev == 0 {
+		st.Dev = r.l.dev
+	}
+	return st, errno(err)
 }
 
 // node is one overlay object (Linux's overlay inode and dentry together):
@@ -108,7 +131,7 @@ func (r *refs) close() {
 	r.fds = nil
 	r.mu.Unlock()
 	for _, x := range fds {
-		x.l.p.Close(x.fd)
+		x.close()
 	}
 }
 
@@ -216,9 +239,9 @@ func (fs *FS) newRoot(upper real, lower []real) (*node, error) {
 	if top.l == nil {
 		top = lower[0]
 	}
-	st, err := top.l.p.Fstat(top.fd)
+	st, err := top.stat()
 	if err != nil {
-		return nil, errno(err)
+		return nil, err
 	}
 	n := &node{fs: fs, typ: unix.S_IFDIR, lower: lower, at: &place{}, descs: &refs{},
 		children: map[string]weak.Pointer[node]{}}
@@ -261,22 +284,29 @@ func (n *node) pureUpper() bool {
 	return n.upper.Load() != nil && len(n.lower) == 0
 }
 
-// stat is ovl_getattr: the serving object's status with st_dev and st_ino
-// mapped as the kernel's xino=off maps them.
+// stat is ovl_getattr: the serving object's status with st_dev and
+// st_ino mapped as the kernel's xino=off maps them (mapStat).
 func (n *node) stat() (vfs.Stat, error) {
-	t := n.top()
-	st, err := t.l.p.Fstat(t.fd)
-	runtime.KeepAlive(n)
+	st, err := n.top().node.Stat()
 	if err != nil {
 		return st, errno(err)
 	}
+	n.mapStat(&st)
+	return st, nil
+}
+
+// mapStat maps st, the serving object's status, to the overlay's. The
+// kinds' Stat methods call it themselves, not through stat, as a stat
+// is the overlay's hottest call and a copy of a Stat costs what the rest
+// of it does.
+func (n *node) mapStat(st *vfs.Stat) {
 	isDir := n.typ == unix.S_IFDIR
-	dev := t.l.dev
+	dev := n.top().l.dev
 	if n.origin && (!isDir || n.fs.samefs) {
 		// The copy-up origin's number, when a lower hard link cannot share
 		// it (ovl_getattr: a directory, or a lower nlink of 1).
 		if l := n.lower[0]; isDir || n.lowerNlink() == 1 {
-			if lst, err := l.l.p.Fstat(l.fd); err == nil {
+			if lst, err := l.stat(); err == nil {
 				st.Ino, dev = lst.Ino, l.l.dev
 			}
 		}
@@ -287,18 +317,17 @@ func (n *node) stat() (vfs.Stat, error) {
 	case isDir:
 		st.Dev, st.Ino = 0, n.ino
 	default:
-		st.Dev = dev
+		st.Dev = dev // the layer's, which its own Stat may leave 0
 	}
 	if isDir && n.merged() {
 		st.Nlink = 1
 	}
-	return st, nil
 }
 
 // lowerNlink is the origin's link count.
 func (n *node) lowerNlink() uint64 {
-	l := n.lower[0]
-	st, err := l.l.p.Fstat(l.fd)
+	st, err := n.lower[0].stat()
+	runtime.KeepAlive(n)
 	if err != nil {
 		return 0
 	}
@@ -312,8 +341,7 @@ func (n *node) permAttrs() (mode, uid, gid uint32) {
 
 // refresh rereads the cached attributes from the serving object.
 func (n *node) refresh() {
-	t := n.top()
-	if st, err := t.l.p.Fstat(t.fd); err == nil {
+	if st, err := n.top().stat(); err == nil {
 		n.setAttrs(st)
 	}
 	runtime.KeepAlive(n)
@@ -375,8 +403,26 @@ func (n *node) listxattr() ([]string, error) {
 
 // The methods every kind shares.
 
-func (d *dirNode) Stat() (vfs.Stat, error)     { return (*node)(d).stat() }
-func (f *fileNode) Stat() (vfs.Stat, error)    { return (*node)(f).stat() }
+func (d *dirNode) Stat() (vfs.Stat, error) {
+	n := (*node)(d)
+	st, err := n.top().node.Stat()
+	if err != nil {
+		return st, errno(err)
+	}
+	n.mapStat(&st)
+	return st, nil
+}
+
+func (f *fileNode) Stat() (vfs.Stat, error) {
+	n := (*node)(f)
+	st, err := n.top().node.Stat()
+	if err != nil {
+		return st, errno(err)
+	}
+	n.mapStat(&st)
+	return st, nil
+}
+
 func (l *linkNode) Stat() (vfs.Stat, error)    { return (*node)(l).stat() }
 func (s *specialNode) Stat() (vfs.Stat, error) { return (*node)(s).stat() }
 

@@ -133,6 +133,9 @@ type FS struct {
 	prefix string
 	root   *node
 
+	// rootRefs are the layers' roots.
+	rootRefs []real
+
 	// pins hold the layers' original mounts, as Linux's layers hold
 	// their superblocks; released by Shutdown.
 	pins []*vfs.Backing
@@ -280,7 +283,10 @@ func New(p *vfs.Proc, o Options) (*FS, error) {
 		if err := separate(q, 0, 1); err != nil {
 			return fail("workdir and upperdir must be separate subtrees: %w", err)
 		}
-		upperRoot = real{fs.upper, 0}
+		if upperRoot, err = newReal(fs.upper, 0); err != nil {
+			return nil, err
+		}
+		fs.rootRefs = append(fs.rootRefs, upperRoot)
 		if err := fs.makeWorkdir(1); err != nil {
 			return fail("workdir %q: %w", o.Work, err)
 		}
@@ -299,7 +305,12 @@ func New(p *vfs.Proc, o Options) (*FS, error) {
 		if err := ly.setDev(0); err != nil {
 			return nil, err
 		}
-		roots = append(roots, real{ly, 0})
+		r, err := newReal(ly, 0)
+		if err != nil {
+			return nil, err
+		}
+		fs.rootRefs = append(fs.rootRefs, r)
+		roots = append(roots, r)
 	}
 	fs.samefs = true
 	for _, l := range fs.lowers {
@@ -477,15 +488,16 @@ func (fs *FS) Shutdown() error {
 		fs.whiteout = -1
 	}
 	fs.whMu.Unlock()
+	for _, r := range fs.rootRefs {
+		r.close()
+	}
+	fs.rootRefs = nil
 	if fs.upper != nil {
-		for _, fd := range []int{0, 1, fs.work} {
+		for _, fd := range []int{1, fs.work} {
 			if fd >= 0 {
 				fs.upper.p.Close(fd)
 			}
 		}
-	}
-	for _, l := range fs.lowers {
-		l.p.Close(0)
 	}
 	for _, b := range fs.pins {
 		b.Release()
