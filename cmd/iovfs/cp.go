@@ -494,7 +494,7 @@ func (c *copier) copyFile(j cpJob, buf []byte) {
 			c.fail("cannot open '%s' for reading: %s", src.display, errMsg(err))
 			return
 		}
-		if st, err = in.Stat(); err != nil || !st.IsRegular() {
+		if st, err = in.fstat(); err != nil || !st.IsRegular() {
 			in.Close()
 			if err != nil {
 				c.fail("cannot stat '%s': %s", src.display, errMsg(err))

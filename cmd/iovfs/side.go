@@ -43,7 +43,7 @@ type side interface {
 }
 
 type file interface {
-	Stat() (vfs.Stat, error)
+	fstat() (vfs.Stat, error)
 	ReadAt(p []byte, off int64) (int, error)
 	WriteAt(p []byte, off int64) (int, error)
 	Truncate(size int64) error
@@ -144,7 +144,7 @@ func (hostSide) create(path string, mode uint32, excl bool) (file, error) {
 
 type hostFile int
 
-func (f hostFile) Stat() (vfs.Stat, error) {
+func (f hostFile) fstat() (vfs.Stat, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f), &st); err != nil {
 		return vfs.Stat{}, err
@@ -255,7 +255,7 @@ type nsFile struct {
 	fd int
 }
 
-func (f nsFile) Stat() (vfs.Stat, error)                  { return f.p.Fstat(f.fd) }
+func (f nsFile) fstat() (vfs.Stat, error)                 { return f.p.Fstat(f.fd) }
 func (f nsFile) ReadAt(b []byte, off int64) (int, error)  { return f.p.Pread(f.fd, b, off) }
 func (f nsFile) WriteAt(b []byte, off int64) (int, error) { return f.p.Pwrite(f.fd, b, off) }
 func (f nsFile) Truncate(size int64) error                { return f.p.Ftruncate(f.fd, size) }
