@@ -540,11 +540,11 @@ func (p *Pipe) feed(src *iov.Iter, pkt bool, woken *wakeList) int {
 		var k int
 		if pkt {
 			piece := min(src.Len(), PageSize)
-			k = moveIter(&w.dst, src, min(piece, w.dst.Len()))
+			k = moveIter(w.dst, src, min(piece, w.dst.Len()))
 			src.Advance(piece - k) // the rest of the packet is dropped, as a read drops it
 			ret += piece
 		} else {
-			k = moveIter(&w.dst, src, w.dst.Len())
+			k = moveIter(w.dst, src, w.dst.Len())
 			ret += k
 		}
 		w.n = k
@@ -554,25 +554,24 @@ func (p *Pipe) feed(src *iov.Iter, pkt bool, woken *wakeList) int {
 	return ret
 }
 
-// moveIter copies n bytes from src to dst, consuming both, and returns n
-// (both must hold at least n).
-func moveIter(dst, src *iov.Iter, n int) int {
+// moveIter copies n bytes from src, which it consumes, into dst, a
+// waiting reader's destination that is not used afterwards (taken by
+// value, it is consumed only between its segments), and returns n (both
+// must hold at least n).
+func moveIter(dst iov.Iter, src *iov.Iter, n int) int {
 	done := 0
-	for done < n {
+	for {
 		if dst.Kind() == iov.KindDiscard {
 			src.Advance(n - done)
-			dst.Advance(n - done)
 			return n
 		}
 		seg := dst.Segment()
 		k := src.CopyIn(seg[:min(len(seg), n-done)])
-		if k == 0 {
-			break
+		if done += k; done == n || k == 0 {
+			return done
 		}
 		dst.Advance(k)
-		done += k
 	}
-	return done
 }
 
 // Len returns the number of bytes queued (FIONREAD).
