@@ -85,23 +85,27 @@ func nameIn(dir, child Node) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	lk, _ := dir.(Lookuper)
-	found := ""
+	lk, ok := dir.(Lookuper)
+	if !ok {
+		return "", errENOENT
+	}
+	// The names with child's inode number are looked up after the
+	// listing: ReadDir may hold the file system's locks while it calls
+	// its function (DirReader), which must not call back into it.
+	var names []string
 	err = rd.ReadDir(0, func(d Dirent) bool {
-		if d.Ino != want.Ino || lk == nil {
-			return true
-		}
-		if n, err := lk.Lookup(d.Name); err == nil && n == child {
-			found = d.Name
-			return false
+		if d.Ino == want.Ino {
+			names = append(names, d.Name)
 		}
 		return true
 	})
 	if err != nil {
 		return "", err
 	}
-	if found == "" {
-		return "", errENOENT
+	for _, name := range names {
+		if n, err := lk.Lookup(name); err == nil && n == child {
+			return name, nil
+		}
 	}
-	return found, nil
+	return "", errENOENT
 }

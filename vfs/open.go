@@ -89,12 +89,12 @@ func (p *Proc) openFile(dirfd int, path string, flags int, perm uint32, resolve 
 	if err != nil {
 		return nil, err
 	}
-	if pin != nil {
-		defer pin.Release()
-	}
 	f, err := p.openLoc(loc, flags, created)
 	if f != nil {
 		f.cred = w.cred
+	}
+	if pin != nil {
+		pin.Release() // the open holds the file now, if it opened
 	}
 	return f, err
 }

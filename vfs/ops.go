@@ -345,7 +345,8 @@ type Dirent struct {
 // order, until fn returns false or the entries run out. Each entry present
 // for the whole listing is reported exactly once, even if other entries
 // are created or removed meanwhile. "." and ".." are not reported; the VFS
-// adds them.
+// adds them. The file system may hold its own locks while it calls fn:
+// the VFS's fn never calls back into the file system.
 type DirReader interface {
 	ReadDir(off int64, fn func(Dirent) bool) error
 }

@@ -71,6 +71,24 @@ func init() {
 				e.t.Errorf("lstat of a removed directory: %v, want ENOENT", err)
 			}
 		}},
+		testCase{name: "getcwd", needs: func(c Caps) bool { return c.Dirs }, run: func(e *env) {
+			// getcwd names each directory by listing its parent and
+			// looking the candidates up (which must not run inside the
+			// file system's listing).
+			for _, d := range []string{"/a", "/a/b", "/a/b/c"} {
+				e.must("mkdir "+d, e.root.Mkdir(d, 0o755))
+			}
+			e.must("chdir", e.root.Chdir("/a/b/c"))
+			if got, err := e.root.Getcwd(); got != "/a/b/c" || err != nil {
+				e.t.Errorf("getcwd in /a/b/c: %q, %v", got, err)
+			}
+			if e.caps.Rename {
+				e.must("rename", e.root.Rename("/a/b", "/b"))
+				if got, err := e.root.Getcwd(); got != "/b/c" || err != nil {
+					e.t.Errorf("getcwd after its parent moved to /b: %q, %v; want /b/c", got, err)
+				}
+			}
+		}},
 		testCase{name: "removed directory is dead", needs: func(c Caps) bool { return c.Dirs && c.Files }, run: func(e *env) {
 			e.must("mkdir /d", e.root.Mkdir("/d", 0o755))
 			fd, err := e.root.Open("/d", unix.O_PATH|unix.O_DIRECTORY, 0)
