@@ -270,7 +270,7 @@ type DentryCacheStats struct {
 
 // DentryCacheStats returns the namespace's dentry cache counters.
 func (ns *Namespace) DentryCacheStats() DentryCacheStats {
-	c := &ns.dcache
+	c := ns.dcache
 	var st DentryCacheStats
 	for i := range c.shards {
 		s := &c.shards[i]

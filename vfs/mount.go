@@ -107,8 +107,11 @@ type Namespace struct {
 
 	// devices are the drivers device nodes open (device.go).
 	devices deviceTable
-	// dcache is the dentry cache; see dcache.go for its rules.
-	dcache dcache
+	// dcache is the dentry cache; see dcache.go for its rules. Its keys
+	// are nodes, not mounts, so namespaces over the same file systems may
+	// share one, as Linux's dcache belongs to the superblock: a private
+	// mount's namespace shares its origin's (privatemount.go).
+	dcache *dcache
 }
 
 type mountKey struct {
@@ -159,7 +162,7 @@ func (m *mount) maybeShutdown() {
 
 // NewNamespace returns a namespace whose root is fs.
 func NewNamespace(root FileSystem) *Namespace {
-	ns := &Namespace{}
+	ns := &Namespace{dcache: new(dcache)}
 	ns.dcache.init(DefaultDentryCacheSize)
 	ns.root = &mount{fs: root, root: root.Root(), dev: ns.newDev(), id: mountIDs.Add(1)}
 	m := map[mountKey]*mount{}

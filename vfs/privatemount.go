@@ -23,8 +23,10 @@ import "golang.org/x/sys/unix"
 // must name at least one open file (EBADF), all on the same mount
 // (EXDEV).
 //
-// The copy shares the file system with the original mount but does not
-// keep it mounted: a caller that needs the original to stay (unmount
+// The new namespace shares p's namespace's dentry cache, whose entries
+// are keyed by node: what either namespace changes, the other sees. The
+// copy shares the file system with the original mount but does not keep
+// it mounted: a caller that needs the original to stay (unmount
 // gives EBUSY) keeps a file open on it (Backing).
 func (p *Proc) PrivateMount(fds ...int) (*Proc, error) {
 	if len(fds) == 0 {
@@ -42,8 +44,10 @@ func (p *Proc) PrivateMount(fds ...int) (*Proc, error) {
 		}
 		orig, nodes[i] = f.loc.mnt, f.loc.node
 	}
-	ns := &Namespace{}
-	ns.dcache.init(DefaultDentryCacheSize)
+	// The dentry cache is p's namespace's: a change through either
+	// namespace invalidates what both cached, as Linux's dcache belongs to
+	// the superblock, not the mount.
+	ns := &Namespace{dcache: p.ns.dcache}
 	m := &mount{fs: orig.fs, root: orig.root, dev: orig.dev, id: mountIDs.Add(1),
 		readonly: orig.readonly, sbReadonly: orig.sbReadonly}
 	m.stFlags.Store(orig.stFlags.Load())

@@ -72,6 +72,26 @@ func TestPrivateMount(t *testing.T) {
 	if _, err := p.Stat("/m/a/c"); err != nil {
 		t.Errorf("a rename through the copy is not in the original: %v", err)
 	}
+	// One dentry cache: a name the original namespace has cached as
+	// missing shows once the copy makes it, and the other way round.
+	if _, err := p.Stat("/m/a/new"); !errors.Is(err, syscall.ENOENT) {
+		t.Fatal(err)
+	}
+	if _, err := q.Stat("/a/new2"); !errors.Is(err, syscall.ENOENT) {
+		t.Fatal(err)
+	}
+	if err := q.Mkdirat(0, "new", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Mkdir("/m/a/new2", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Stat("/m/a/new"); err != nil {
+		t.Errorf("made through the copy, cached as missing in the original: %v", err)
+	}
+	if _, err := q.Stat("/a/new2"); err != nil {
+		t.Errorf("made in the original, cached as missing in the copy: %v", err)
+	}
 	root, _ := p.Stat("/m")
 	if up, err := q.Fstatat(0, "../../..", 0); err != nil || up.Ino != root.Ino || up.Dev != root.Dev {
 		t.Errorf(".. past the copy's root: %+v, %v; want /m (ino %d)", up, err, root.Ino)

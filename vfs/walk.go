@@ -276,7 +276,7 @@ func (w *walker) step(cur location, name string, follow bool) (location, error) 
 // stepKind is step, and also returns the dentry that describes the
 // result (its kind and perm), or nil.
 func (w *walker) stepKind(cur location, name string, follow bool) (location, *dentry, error) {
-	if c := &w.ns.dcache; !c.off {
+	if c := w.ns.dcache; !c.off {
 		if e := c.hit(cur.node, name); e != nil {
 			// The cached step, RCU-walk's: no name checks (no dentry
 			// holds a name they would refuse), no type assertion.

@@ -50,7 +50,7 @@ const (
 // around a call); what needs a call (a search check, a mount, a long
 // name, a first reference) is done here, one component at a time.
 func (w *walker) cachedPrefix(cur *location, restp *string, a *dirAttrs, last uint8) (stepped, done bool) {
-	c := &w.ns.dcache
+	c := w.ns.dcache
 	node := cur.node
 	st := &c.stripes[stripeIndex(ifaceWords(node).data)]
 	rest := *restp

@@ -20,13 +20,9 @@ import (
 // directory, as ovl_tempname makes them.
 func (fs *FS) tempName() string { return fmt.Sprintf("#%x", fs.tempID.Add(1)) }
 
-// copyUp makes sure n has an upper object, copying it up with its data.
-func (n *node) copyUp() error { return n.copyUpData(true) }
-
-// copyUpData is ovl_copy_up_flags: n's ancestors first, then n. data
-// false copies a regular file without its bytes, for an open that
-// truncates it.
-func (n *node) copyUpData(data bool) error {
+// copyUp makes sure n has an upper object (ovl_copy_up): n's ancestors
+// are copied up first, then n, with its data.
+func (n *node) copyUp() error {
 	if n.upper.Load() != nil {
 		return nil
 	}
@@ -46,12 +42,12 @@ func (n *node) copyUpData(data bool) error {
 	if err := parent.copyUp(); err != nil {
 		return err
 	}
-	return n.copyUpOne(data)
+	return n.copyUpOne()
 }
 
 // copyUpOne copies n up, its parent having an upper directory; n.cu is
 // held.
-func (n *node) copyUpOne(data bool) error {
+func (n *node) copyUpOne() error {
 	fs := n.fs
 	up := fs.upper.p
 	l := n.lower[0]
@@ -60,7 +56,7 @@ func (n *node) copyUpOne(data bool) error {
 		return errno(err)
 	}
 	tmp := fs.tempName()
-	fd, err := fs.copyToWork(l, st, tmp, data)
+	fd, err := fs.copyToWork(l, st, tmp)
 	if err != nil {
 		fs.cleanupWork(tmp, n.typ == unix.S_IFDIR)
 		return err
@@ -132,7 +128,7 @@ func unlinkFlags(typ uint32) int {
 // with no permission bits, then its data, its extended attributes less
 // the overlay's own, its owner, mode and times, in ovl_copy_up_metadata's
 // order (the owner before the mode, whose set-ID bits chown would clear).
-func (fs *FS) copyToWork(l real, st vfs.Stat, tmp string, data bool) (int, error) {
+func (fs *FS) copyToWork(l real, st vfs.Stat, tmp string) (int, error) {
 	up := fs.upper.p
 	typ := st.Mode & unix.S_IFMT
 	switch typ {
@@ -145,7 +141,7 @@ func (fs *FS) copyToWork(l real, st vfs.Stat, tmp string, data bool) (int, error
 		if err != nil {
 			return -1, errno(err)
 		}
-		if data && st.Size > 0 {
+		if st.Size > 0 {
 			err = fs.copyData(l, wfd, st.Size)
 		}
 		if cerr := up.Close(wfd); err == nil {

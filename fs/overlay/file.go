@@ -18,14 +18,16 @@ import (
 )
 
 // Open opens the file. Opening it for writing, or with O_TRUNC, copies it
-// up first (without its data for O_TRUNC, which empties it anyway).
+// up first, with its data even for O_TRUNC, as Linux 6's ovl_maybe_copy_up
+// does: the VFS truncates after the open, and a crash between the two
+// must leave the file as it was, not empty with its old times.
 func (f *fileNode) Open(flags int, c vfs.Cred) (vfs.Handle, error) {
 	n := (*node)(f)
 	if flags&unix.O_ACCMODE != unix.O_RDONLY || flags&unix.O_TRUNC != 0 {
 		if n.fs.upper == nil {
 			return nil, unix.EROFS
 		}
-		if err := n.copyUpData(flags&unix.O_TRUNC == 0); err != nil {
+		if err := n.copyUp(); err != nil {
 			return nil, err
 		}
 	}
