@@ -13,6 +13,7 @@ var (
 
 	_ vfs.Creator     = (*dirNode)(nil)
 	_ vfs.DirLocker   = (*dirNode)(nil)
+	_ vfs.DirReader   = (*dirNode)(nil)
 	_ vfs.FileTyper   = (*dirNode)(nil)
 	_ vfs.Linker      = (*dirNode)(nil)
 	_ vfs.Lookuper    = (*dirNode)(nil)

@@ -61,6 +61,55 @@ func (n *node) entries() ([]vfs.Dirent, error) {
 	return out, nil
 }
 
+// ReadDir lists the directory for the VFS's own use (getcwd's search for
+// a directory's name in its parent, which matches d_ino against st_ino):
+// getdents lists through the handle Open returns. An entry whose node is
+// in use reports the inode number that node's Stat reports, on layers
+// of several file systems too, so that the directory a process stands in
+// is always found. Entry i's cookie is 3+i.
+func (d *dirNode) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
+	n := (*node)(d)
+	ents, err := n.entries()
+	if err != nil {
+		return err
+	}
+	n.liveInos(ents, false)
+	start := int64(0)
+	if off >= 3 {
+		start = off - 2
+	}
+	for i := start; i < int64(len(ents)); i++ {
+		e := ents[i]
+		e.Off = 3 + i
+		if !fn(e) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// liveInos gives the entries whose nodes are in use the inode numbers
+// their Stat reports: only those with a copy-up origin when origins is
+// set (ovl_cache_update_ino's d_ino, with layers on one file system),
+// every one otherwise.
+func (n *node) liveInos(ents []vfs.Dirent, origins bool) {
+	n.mu.Lock()
+	var kids []*node
+	var idx []int
+	for i := range ents {
+		if c := n.cached(ents[i].Name); c != nil && (c.origin || !origins) {
+			kids = append(kids, c)
+			idx = append(idx, i)
+		}
+	}
+	n.mu.Unlock()
+	for j, c := range kids {
+		if st, err := c.stat(); err == nil {
+			ents[idx[j]].Ino = st.Ino
+		}
+	}
+}
+
 // Open opens the directory for listing.
 func (d *dirNode) Open(flags int, c vfs.Cred) (vfs.Handle, error) {
 	return &dirHandle{n: (*node)(d)}, nil
@@ -116,24 +165,8 @@ func (h *dirHandle) Iterate(pos int64, ctx *vfs.DirContext) (int64, error) {
 // number that number, as ovl_cache_update_ino makes d_ino match st_ino
 // when the layers are on one file system.
 func (h *dirHandle) inos(ents []vfs.Dirent) {
-	n := h.n
-	if !n.fs.samefs {
-		return
-	}
-	n.mu.Lock()
-	var kids []*node
-	idx := []int{}
-	for i := range ents {
-		if c := n.cached(ents[i].Name); c != nil && c.origin {
-			kids = append(kids, c)
-			idx = append(idx, i)
-		}
-	}
-	n.mu.Unlock()
-	for j, c := range kids {
-		if st, err := c.stat(); err == nil {
-			ents[idx[j]].Ino = st.Ino
-		}
+	if h.n.fs.samefs {
+		h.n.liveInos(ents, true)
 	}
 }
 
