@@ -19,6 +19,7 @@ package linuxvm
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -262,34 +263,9 @@ func Run(t testing.TB, handler string, modules []string, disks []string, data, o
 	for _, d := range disks {
 		args = append(args, "-drive", "file="+d+",format=raw,if=virtio,cache=unsafe")
 	}
-	cmd := exec.Command(m.qemu, args...)
-	var console bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &console, &console
-	if err := cmd.Start(); err != nil {
+	r, _, err := boot(m.qemu, args)
+	if err != nil {
 		return err
-	}
-	timer := time.AfterFunc(5*time.Minute, func() { cmd.Process.Kill() })
-	werr := cmd.Wait()
-	timer.Stop()
-	var r reply
-	got := false
-	sc := bufio.NewScanner(&console)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		l := strings.TrimRight(sc.Text(), "\r")
-		if i := strings.Index(l, beginMark); i >= 0 {
-			b, err := base64.StdEncoding.DecodeString(l[i+len(beginMark):])
-			if err == nil && json.Unmarshal(b, &r) == nil {
-				got = true
-			}
-		}
-	}
-	if !got {
-		tail := console.String()
-		if len(tail) > 4000 {
-			tail = tail[len(tail)-4000:]
-		}
-		return fmt.Errorf("linuxvm: no reply (qemu: %v); console:\n%s", werr, tail)
 	}
 	if r.Error != "" {
 		return fmt.Errorf("linuxvm guest: %s", r.Error)
@@ -331,6 +307,29 @@ func writeInitrd(path, exe, modDir string, mods []string, req []byte) error {
 		return err
 	}
 	put("init", 0o100755, bin)
+	// A dynamically linked test binary (the race detector links with the
+	// host's C library) takes its loader and libraries along.
+	libs, err := sharedLibs(exe)
+	if err != nil {
+		return err
+	}
+	made := map[string]bool{}
+	for _, lib := range libs {
+		b, err := os.ReadFile(lib)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimPrefix(lib, "/")
+		var dirs []string
+		for d := filepath.Dir(name); d != "." && !made[d+"/"]; d = filepath.Dir(d) {
+			made[d+"/"] = true
+			dirs = append([]string{d}, dirs...)
+		}
+		for _, d := range dirs {
+			put(d, 0o40755, nil)
+		}
+		put(name, 0o100755, b)
+	}
 	put("modules", 0o40755, nil)
 	for _, mod := range mods {
 		b, err := os.ReadFile(filepath.Join(modDir, mod))
@@ -345,4 +344,93 @@ func writeInitrd(path, exe, modDir string, mods []string, req []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// boot runs QEMU with args and returns the guest's reply and what the
+// console showed.
+func boot(qemu string, args []string) (reply, string, error) {
+	cmd := exec.Command(qemu, args...)
+	var console bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &console, &console
+	if err := cmd.Start(); err != nil {
+		return reply{}, "", err
+	}
+	timer := time.AfterFunc(5*time.Minute, func() { cmd.Process.Kill() })
+	werr := cmd.Wait()
+	timer.Stop()
+	var r reply
+	sc := bufio.NewScanner(bytes.NewReader(console.Bytes()))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		l := strings.TrimRight(sc.Text(), "\r")
+		if i := strings.Index(l, beginMark); i >= 0 {
+			b, err := base64.StdEncoding.DecodeString(l[i+len(beginMark):])
+			if err == nil && json.Unmarshal(b, &r) == nil {
+				return r, console.String(), nil
+			}
+		}
+	}
+	tail := console.String()
+	if len(tail) > 4000 {
+		tail = tail[len(tail)-4000:]
+	}
+	return r, console.String(), fmt.Errorf("linuxvm: no reply (qemu: %v); console:\n%q", werr, tail)
+}
+
+// sharedLibs returns the host paths of exe's program interpreter and of
+// the shared libraries it needs, transitively; none for a static binary.
+func sharedLibs(exe string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	var visit func(path string, interp bool) error
+	visit = func(path string, interp bool) error {
+		f, err := elf.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		for _, p := range f.Progs {
+			if p.Type != elf.PT_INTERP {
+				continue
+			}
+			b := make([]byte, p.Filesz)
+			if _, err := p.ReadAt(b, 0); err != nil {
+				return err
+			}
+			ip := strings.TrimRight(string(b), "\x00")
+			if !seen[ip] {
+				seen[ip] = true
+				out = append(out, ip)
+			}
+		}
+		needed, err := f.ImportedLibraries()
+		if err != nil {
+			return nil // a static binary has no dynamic section
+		}
+		for _, lib := range needed {
+			if seen[lib] {
+				continue
+			}
+			seen[lib] = true
+			found := ""
+			for _, dir := range []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"} {
+				if _, err := os.Stat(filepath.Join(dir, lib)); err == nil {
+					found = filepath.Join(dir, lib)
+					break
+				}
+			}
+			if found == "" {
+				return fmt.Errorf("linuxvm: %s needs %s, not found on the host", path, lib)
+			}
+			out = append(out, found)
+			if err := visit(found, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := visit(exe, false); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
