@@ -491,3 +491,65 @@ func runSequence(t *testing.T, seed uint64, calls int) int {
 	}
 	return calls
 }
+
+// TestMountOptionsKernel mounts overlays with the same option strings on
+// the kernel and on iovfs (layers l, l2, u, w, a file f, over one host
+// tmpfs, through hostfs for iovfs) and compares the errnos.
+func TestMountOptionsKernel(t *testing.T) {
+	root := diffRoot(t)
+	for _, d := range []string{"l", "l2", "u", "w", "u/w2", "m"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ns := vfs.NewNamespace(tmpfs.New(tmpfs.Options{Mode: 0o755, ModeSet: true}))
+	p := vfs.NewProc(ns)
+	if err := p.Mkdir("/h", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Mount(root, "/h", "hostfs", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Chdir("/h"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chdir(root); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir("/")
+	for _, opts := range []string{
+		"lowerdir=l",
+		"lowerdir=l:l2",
+		"lowerdir=l,upperdir=u",
+		"lowerdir=l,upperdir=u,workdir=w",
+		"lowerdir=l:l2,upperdir=u,workdir=w",
+		"lowerdir=l,upperdir=u,workdir=u/w2",
+		"lowerdir=l,upperdir=u,workdir=u",
+		"lowerdir=nope,upperdir=u,workdir=w",
+		"lowerdir=l,upperdir=nope,workdir=w",
+		"lowerdir=f,upperdir=u,workdir=w",
+		"lowerdir=l,upperdir=f,workdir=w",
+		"lowerdir=l,upperdir=u,workdir=w,bogus",
+		"upperdir=u,workdir=w",
+		"lowerdir=l,workdir=w",
+		"lowerdir=l,upperdir=l,workdir=w",
+		"lowerdir=l,upperdir=u,workdir=w,redirect_dir=off,index=off,metacopy=off,xino=off",
+	} {
+		kerr := unix.Mount("overlay", "m", "overlay", 0, opts)
+		if kerr == nil {
+			unix.Unmount("m", 0)
+		}
+		ierr := p.Mount("overlay", "m", "overlay", 0, opts)
+		if ierr == nil {
+			if err := p.Unmount("m", 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if errnoOf(kerr) != errnoOf(ierr) {
+			t.Errorf("%s: kernel %v, iovfs %v", opts, kerr, ierr)
+		}
+	}
+}

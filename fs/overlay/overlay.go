@@ -54,7 +54,9 @@ func ParseOptions(data string) (Options, error) {
 			o.Lower = nil
 			for _, l := range splitEscaped(v, ':') {
 				if l == "" {
-					return bad("empty directory in")
+					// "::" starts Linux 6.5's data-only layers, which only
+					// metacopy's redirects reach.
+					return bad("data-only lower layers (::) are not implemented:")
 				}
 				o.Lower = append(o.Lower, unescape(l))
 			}
@@ -200,7 +202,8 @@ func Mount(req vfs.MountRequest) (vfs.FileSystem, error) {
 	return New(req.Proc, o)
 }
 
-// New makes an overlay of the directories o names, looked up by p, which
+// New makes an overlay of the directories o names, looked up by p (as
+// the kernel looks them up, relative to its current directory), which
 // must be privileged (EPERM). The errors are Linux's: EINVAL for a missing
 // lowerdir, an upperdir without workdir (or the reverse), a single lower
 // directory without an upper one, directories that are not directories,
@@ -208,31 +211,15 @@ func Mount(req vfs.MountRequest) (vfs.FileSystem, error) {
 // directory that does not exist. They wrap a syscall.Errno and say which
 // option is wrong.
 func New(p *vfs.Proc, o Options) (*FS, error) {
-	if !p.Privileged() {
-		return nil, unix.EPERM
+	if err := o.check(); err != nil {
+		return nil, err
 	}
-	fail := func(format string, args ...any) (*FS, error) {
-		return nil, fmt.Errorf("overlay: "+format, args...)
-	}
-	switch {
-	case len(o.Lower) == 0:
-		return fail("missing lowerdir: %w", unix.EINVAL)
-	case o.Upper != "" && o.Work == "":
-		return fail("missing workdir: %w", unix.EINVAL)
-	case o.Upper == "" && o.Work != "":
-		return fail("workdir %q without upperdir: %w", o.Work, unix.EINVAL)
-	case o.Upper == "" && len(o.Lower) < 2:
-		return fail("at least 2 lowerdir are needed without upperdir: %w", unix.EINVAL)
-	}
-	fs := &FS{work: -1, whiteout: -1, whLinks: true, prefix: "trusted.overlay.",
-		byUpper: map[uint64]weak.Pointer[node]{}, origins: map[*node]struct{}{}, descs: map[*refs]struct{}{}}
-	if o.UserXattr {
-		fs.prefix = "user.overlay."
-	}
-	var opened []int
+	d := Dirs{Upper: -1, Work: -1, UserXattr: o.UserXattr}
 	defer func() {
-		for _, fd := range opened {
-			p.Close(fd)
+		for _, fd := range append(d.Lower, d.Upper, d.Work) {
+			if fd >= 0 {
+				p.Close(fd)
+			}
 		}
 	}()
 	open := func(opt, path string) (int, error) {
@@ -244,13 +231,93 @@ func New(p *vfs.Proc, o Options) (*FS, error) {
 			}
 			return -1, fmt.Errorf("overlay: %s %q: %w", opt, path, err)
 		}
-		opened = append(opened, fd)
+		return fd, nil
+	}
+	var err error
+	if o.Upper != "" {
+		if d.Upper, err = open("upperdir", o.Upper); err != nil {
+			return nil, err
+		}
+		if d.Work, err = open("workdir", o.Work); err != nil {
+			return nil, err
+		}
+	}
+	for _, l := range o.Lower {
+		fd, err := open("lowerdir", l)
+		if err != nil {
+			return nil, err
+		}
+		d.Lower = append(d.Lower, fd)
+	}
+	return Open(p, d)
+}
+
+// check is the kernel's check of the directories given.
+func (o Options) check() error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("overlay: "+format, args...)
+	}
+	switch {
+	case len(o.Lower) == 0:
+		return fail("missing lowerdir: %w", unix.EINVAL)
+	case o.Upper != "" && o.Work == "":
+		return fail("missing workdir: %w", unix.EINVAL)
+	case o.Upper == "" && o.Work != "":
+		return fail("workdir %q without upperdir: %w", o.Work, unix.EINVAL)
+	case o.Upper == "" && len(o.Lower) < 2:
+		return fail("at least 2 lowerdir are needed without upperdir: %w", unix.EINVAL)
+	}
+	return nil
+}
+
+// Dirs are an overlay's directories, open as descriptors of one process
+// (O_PATH is enough), for a caller that finds them itself: in other
+// namespaces than the overlay's, or with its own messages for those it
+// cannot open.
+type Dirs struct {
+	// Lower are the lower directories, uppermost first.
+	Lower []int
+	// Upper and Work are the upper directory and its work directory, on
+	// one mount; both -1 for a read-only overlay of two or more lower
+	// directories.
+	Upper, Work int
+	// UserXattr is the userxattr option.
+	UserXattr bool
+}
+
+// Open makes an overlay of the directories open in p as d; p must be
+// privileged (EPERM), and its credentials are the mounter's. The
+// descriptors stay p's: the overlay holds the files they name. The
+// errors are New's.
+func Open(p *vfs.Proc, d Dirs) (*FS, error) {
+	if !p.Privileged() {
+		return nil, unix.EPERM
+	}
+	fail := func(format string, args ...any) (*FS, error) {
+		return nil, fmt.Errorf("overlay: "+format, args...)
+	}
+	switch {
+	case len(d.Lower) == 0:
+		return fail("missing lowerdir: %w", unix.EINVAL)
+	case d.Upper >= 0 && d.Work < 0:
+		return fail("missing workdir: %w", unix.EINVAL)
+	case d.Upper < 0 && d.Work >= 0:
+		return fail("workdir without upperdir: %w", unix.EINVAL)
+	case d.Upper < 0 && len(d.Lower) < 2:
+		return fail("at least 2 lowerdir are needed without upperdir: %w", unix.EINVAL)
+	}
+	fs := &FS{work: -1, whiteout: -1, whLinks: true, prefix: "trusted.overlay.",
+		byUpper: map[uint64]weak.Pointer[node]{}, origins: map[*node]struct{}{}, descs: map[*refs]struct{}{}}
+	if d.UserXattr {
+		fs.prefix = "user.overlay."
+	}
+	pin := func(fd int) error {
 		b, err := p.Backing(fd)
 		if err != nil {
-			return -1, err
+			return err
 		}
 		fs.pins = append(fs.pins, b)
-		return fd, nil
+		return nil
 	}
 	ok := false
 	defer func() {
@@ -260,16 +327,14 @@ func New(p *vfs.Proc, o Options) (*FS, error) {
 	}()
 	var roots []real
 	var upperRoot real
-	if o.Upper != "" {
-		ufd, err := open("upperdir", o.Upper)
-		if err != nil {
+	if d.Upper >= 0 {
+		if err := pin(d.Upper); err != nil {
 			return nil, err
 		}
-		wfd, err := open("workdir", o.Work)
-		if err != nil {
+		if err := pin(d.Work); err != nil {
 			return nil, err
 		}
-		q, err := p.PrivateMount(ufd, wfd)
+		q, err := p.PrivateMount(d.Upper, d.Work)
 		if err != nil {
 			if err == unix.EXDEV {
 				return fail("workdir and upperdir must reside under the same mount: %w", unix.EINVAL)
@@ -288,12 +353,11 @@ func New(p *vfs.Proc, o Options) (*FS, error) {
 		}
 		fs.rootRefs = append(fs.rootRefs, upperRoot)
 		if err := fs.makeWorkdir(1); err != nil {
-			return fail("workdir %q: %w", o.Work, err)
+			return fail("workdir: %w", err)
 		}
 	}
-	for _, l := range o.Lower {
-		fd, err := open("lowerdir", l)
-		if err != nil {
+	for _, fd := range d.Lower {
+		if err := pin(fd); err != nil {
 			return nil, err
 		}
 		q, err := p.PrivateMount(fd)
@@ -318,9 +382,9 @@ func New(p *vfs.Proc, o Options) (*FS, error) {
 			fs.samefs = false
 		}
 		if fs.upper != nil && l.dev == fs.upper.dev {
-			// Linux refuses layers that overlap (ovl_check_layer).
+			// Linux refuses layers that overlap (ovl_check_layer: ELOOP).
 			if err := overlapping(fs.upper.p, 0, l.p, 0); err != nil {
-				return fail("lowerdir and upperdir overlap: %w", err)
+				return fail("lowerdir and upperdir overlap: %w", unix.ELOOP)
 			}
 		}
 	}
