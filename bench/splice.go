@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iovfs/iovfs"
+	"github.com/iovfs/iovfs/internal/sysmem"
 	"github.com/iovfs/iovfs/vfs"
 )
 
@@ -25,8 +26,23 @@ import (
 // asks for at a time (a default pipe holds 64 KiB).
 const spliceChunk = 64 << 10
 
+// checkCopySize checks --copy-size: the splice and copy experiments keep
+// the file (copy: two, and a slice for memmove) in memory, which must
+// hold them.
+func checkCopySize(extra map[string]string) error {
+	size, err := parseSize(extra["copy-size"])
+	if err != nil {
+		return fmt.Errorf("--copy-size %q: %w", extra["copy-size"], err)
+	}
+	if err := sysmem.Check(3*size, "--copy-size "+extra["copy-size"]+" (three copies of the file in memory)"); err != nil {
+		return err
+	}
+	return nil
+}
+
 var spliceExperiment = &Experiment{
 	Name:     "splice",
+	Check:    checkCopySize,
 	Summary:  "a large file into a pipe and out to /dev/null: splice against read+write with a 64 KiB buffer, tmpfs and ext4-dax, and the host kernel's splice",
 	Baseline: "splice-tmpfs",
 	// Two copies a round, in turns: each variant's copy is timed beside
@@ -51,6 +67,7 @@ var spliceExperiment = &Experiment{
 
 var copyExperiment = &Experiment{
 	Name:     "copy",
+	Check:    checkCopySize,
 	Summary:  "io.Copy of a large tmpfs file into another against one memmove of the same bytes",
 	Baseline: "memmove",
 	// Four copies a round, in four turns: a copy of 256 MiB is bound by

@@ -39,7 +39,7 @@ func TestBenchMatrix(t *testing.T) {
 	if st, err := os.Stat(png); err != nil || st.Size() == 0 {
 		t.Fatalf("plot: %v", err)
 	}
-	if code, _, errOut := runArgs("bench", "zero", "--drivers", "null"); code != 2 || !strings.Contains(errOut, "--drivers is a flag of matrix") {
+	if code, _, errOut := runArgs("bench", "zero", "--drivers", "null"); code != 2 || !strings.Contains(errOut, "--drivers is an option of matrix") {
 		t.Errorf("--drivers on zero: status %d, %s", code, errOut)
 	}
 }

@@ -35,6 +35,7 @@ image to image. Paths inside an image never leave it (.. stops at its root,
 absolute symlinks resolve inside it). An image written to is locked for
 the copy; another writer is refused.
 
+options:
   -r, -R, --recursive  copy directories recursively (symlinks are copied as links)
   -a, --archive        -r and keep modes, owners, times, xattrs, hard links, holes
   -p                   keep modes, owners and times
@@ -43,8 +44,15 @@ the copy; another writer is refused.
   --owner UID:GID      owner of the copies (default: the invoking user, or the
                        source's with -a or -p)
   --mode MODE          permission bits of copied regular files (octal)
+  -h, --help           show this help
 
 A terminal gets one progress line on stderr (bytes, files, rate, time left).
+
+examples:
+  iovfs cp disk.img:/etc/hostname .             # image to host
+  iovfs cp -a disk.img@2:/ ./rootfs             # a whole partition, kept as it is
+  iovfs cp -r ./build disk.img:/opt/app         # host to image
+  iovfs cp --owner 0:0 --mode 644 motd disk.img:/etc/motd
 `
 
 type cpOpts struct {

@@ -21,14 +21,97 @@ import (
 	"github.com/iovfs/iovfs/vfs"
 )
 
+// editUsage is each editing command's help.
 var editUsage = map[string]string{
-	"mkdir": "[-p] IMAGE[@PART]:DIR...\n\nCreate directories in an image; -p makes parents as needed and accepts existing ones.",
-	"rm":    "[-r] [-f] IMAGE[@PART]:PATH...\n\nRemove files (with -r, directories and their contents) from an image; -f ignores missing ones.",
-	"mv":    "IMAGE[@PART]:SRC... IMAGE[@PART]:DEST\n\nRename or move files within one image (into DEST when it is a directory).",
-	"ln":    "[-s] TARGET IMAGE[@PART]:LINK\n\nMake a hard link to IMAGE:TARGET, or with -s a symbolic link holding TARGET as given.",
-	"chmod": "MODE IMAGE[@PART]:PATH...\n\nSet permission bits (octal MODE) of files in an image.",
-	"chown": "UID[:GID] IMAGE[@PART]:PATH...\n\nSet the owner (and group) of files in an image, by number.",
-	"touch": "IMAGE[@PART]:PATH...\n\nSet the access and modification times of files in an image to now, creating missing ones empty.",
+	"mkdir": `usage: iovfs mkdir [-p] IMAGE[@PART]:DIR...
+
+Creates directories in a disk image (ext2/3/4 or FAT; @N its partition N),
+as mkdir(1) does. The image is written under its lock.
+
+options:
+  -p          make parents as needed; an existing directory is no error
+  -h, --help  show this help
+
+examples:
+  iovfs mkdir disk.img:/opt
+  iovfs mkdir -p disk.img@2:/var/lib/app/data
+`,
+	"rm": `usage: iovfs rm [-r] [-f] IMAGE[@PART]:PATH...
+
+Removes files (with -r, directories and their contents) from a disk image,
+as rm(1) does. The image is written under its lock.
+
+options:
+  -r, -R      remove directories and their contents
+  -f          ignore missing files
+  -h, --help  show this help
+
+examples:
+  iovfs rm disk.img:/etc/motd
+  iovfs rm -rf disk.img:/var/cache/apt
+`,
+	"mv": `usage: iovfs mv IMAGE[@PART]:SRC... IMAGE[@PART]:DEST
+
+Renames or moves files within one disk image, into DEST when it is a
+directory, as mv(1) does. The image is written under its lock.
+
+options:
+  -h, --help  show this help
+
+examples:
+  iovfs mv disk.img:/etc/motd disk.img:/etc/motd.old
+  iovfs mv disk.img:/a disk.img:/b disk.img:/dir
+`,
+	"ln": `usage: iovfs ln [-s] TARGET IMAGE[@PART]:LINK
+
+Makes a hard link LINK to IMAGE:TARGET, or with -s a symbolic link holding
+TARGET as given, in a disk image, as ln(1) does. The image is written
+under its lock.
+
+options:
+  -s          make a symbolic link
+  -h, --help  show this help
+
+examples:
+  iovfs ln -s /usr/bin/busybox disk.img:/bin/sh
+  iovfs ln /etc/hosts disk.img:/etc/hosts.bak
+`,
+	"chmod": `usage: iovfs chmod MODE IMAGE[@PART]:PATH...
+
+Sets the permission bits of files in a disk image to the octal MODE. The
+image is written under its lock.
+
+options:
+  -h, --help  show this help
+
+examples:
+  iovfs chmod 755 disk.img:/usr/local/bin/tool
+  iovfs chmod 0600 disk.img:/etc/shadow
+`,
+	"chown": `usage: iovfs chown UID[:GID] IMAGE[@PART]:PATH...
+
+Sets the owner (and group) of files in a disk image, by number. The image
+is written under its lock.
+
+options:
+  -h, --help  show this help
+
+examples:
+  iovfs chown 0:0 disk.img:/etc/passwd
+  iovfs chown 1000 disk.img:/home/user
+`,
+	"touch": `usage: iovfs touch IMAGE[@PART]:PATH...
+
+Sets the access and modification times of files in a disk image to now,
+creating missing ones empty, as touch(1) does. The image is written under
+its lock.
+
+options:
+  -h, --help  show this help
+
+examples:
+  iovfs touch disk.img:/etc/.updated
+`,
 }
 
 func editCommand(name string) func(args []string, stdout, stderr io.Writer) int {
@@ -71,7 +154,7 @@ func runEdit(name string, args []string, stdout, stderr io.Writer) int {
 			break
 		}
 		if a == "-h" || a == "--help" {
-			fmt.Fprintf(stdout, "usage: iovfs %s %s\n", name, editUsage[name])
+			fmt.Fprint(stdout, editUsage[name])
 			return 0
 		}
 		if strings.HasPrefix(a, "-") && len(a) > 1 && !(name == "chmod" && len(operands) == 0 && isOctal(a[1:])) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -15,20 +16,36 @@ import (
 )
 
 // runBuiltinOn runs the shell builtin name on the image path, from the
-// image's root, so that names print as paths inside the image.
-// npath is the resolved namespace path under root, the image's mount;
-// path is what the user gave, which names print as.
-func runBuiltinOn(p *vfs.Proc, root, name string, flags []string, npath, path string, stdout, stderr io.Writer) int {
+// image's root, so that names print as paths inside the image. npath is
+// the resolved namespace path under root, the image's mount; img is the
+// image as the user named it. The builtin's messages get the command's
+// prefix, name no path of the namespace, and any status but 0 is a
+// failure.
+func runBuiltinOn(p *vfs.Proc, root, name string, flags []string, npath, img string, stdout io.Writer, c *cli) int {
 	rel := strings.TrimPrefix(strings.TrimPrefix(npath, root), "/")
 	if rel == "" {
 		rel = "."
 	}
-	args := append(append([]string{name}, flags...), rel)
-	return shell.RunCommand(context.Background(), p, root, args, nil, stdout, stderr)
+	args := append(append(append([]string{name}, flags...), "--"), rel)
+	var errBuf bytes.Buffer
+	status := shell.RunCommand(context.Background(), p, root, args, nil, stdout, &errBuf)
+	for _, line := range strings.Split(strings.TrimRight(errBuf.String(), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		line = strings.TrimPrefix(line, name+": ")
+		line = strings.ReplaceAll(line, root, img+":")
+		c.errorf("%s", loopDevName.ReplaceAllString(line, img))
+	}
+	if status != 0 {
+		return 1
+	}
+	return 0
 }
 
-// printTree prints the tree under npath as tree(1) does.
-func printTree(p *vfs.Proc, npath, path string, stdout, stderr io.Writer) int {
+// printTree prints the tree under npath, which is path in the image img,
+// as tree(1) does.
+func printTree(p *vfs.Proc, root, npath, path, img string, stdout io.Writer, c *cli) int {
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	name := strings.TrimPrefix(path, "/")
@@ -42,7 +59,8 @@ func printTree(p *vfs.Proc, npath, path string, stdout, stderr io.Writer) int {
 	walk = func(dir, prefix string) {
 		ents, err := listDir(p, dir)
 		if err != nil {
-			fmt.Fprintf(stderr, "iovfs tree: %s: %v\n", dir, err)
+			w.Flush()
+			c.errorf("%s:/%s: %s", img, strings.TrimPrefix(strings.TrimPrefix(dir, root), "/"), errText(err))
 			status = 1
 			return
 		}

@@ -14,7 +14,9 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"regexp"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -29,14 +31,26 @@ import (
 // attached until closeImages. Notes (a journal replayed in memory) go to
 // stderr once.
 func attachImage(p *vfs.Proc, spec, target string, write bool) (*diskimage.Image, error) {
+	if err := checkImageFile(diskimage.ParseSpec(spec).Path); err != nil {
+		return nil, err
+	}
+	// The driver's own notices about a journal that needs recovery say
+	// what Notef says once, in the image's terms; the others (a volume
+	// mounted with errors) are printed.
+	sink.begin()
 	im, err := diskimage.Attach(p, diskimage.ParseSpec(spec), diskimage.Options{
 		Write:  write,
 		Target: target,
 		DevFS:  devfsOf[p],
 		Notef:  notef,
 	})
+	sink.endExcept(err == nil, "recover", "noload", "write access")
 	if err != nil {
-		return nil, err
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Op == "open" {
+			return nil, &shownError{pe.Path + ": " + errText(pe.Err), err}
+		}
+		return nil, &shownError{loopDevName.ReplaceAllString(err.Error(), spec), err}
 	}
 	attached = append(attached, im)
 	return im, nil
@@ -70,10 +84,13 @@ func closeImages() error {
 	return first
 }
 
-// notef prints a note about an image to stderr, once per message.
+// notef prints a note about an image as a warning of the command
+// running, once per message.
 var noted = map[string]bool{}
 
-var noteOut io.Writer = os.Stderr
+// noteCLI is the command whose warnings notef prints: the dispatcher sets
+// it.
+var noteCLI = &cli{name: "", stdout: os.Stdout, stderr: os.Stderr}
 
 func notef(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
@@ -81,22 +98,7 @@ func notef(format string, args ...any) {
 		return
 	}
 	noted[msg] = true
-	fmt.Fprintf(noteOut, "iovfs: %s\n", msg)
-}
-
-// mountReadOnly mounts the read-only loop device dev at target. An image
-// whose journal needs recovery cannot be replayed through a read-only
-// device (EROFS): it is mounted with noload instead, showing the last
-// checkpointed state.
-func mountReadOnly(p *vfs.Proc, dev, target, opts string) error {
-	err := p.Mount(dev, target, "ext4", unix.MS_RDONLY, opts)
-	if errors.Is(err, unix.EROFS) {
-		if opts != "" {
-			opts += ","
-		}
-		err = p.Mount(dev, target, "ext4", unix.MS_RDONLY, opts+"noload")
-	}
-	return err
+	noteCLI.warnf("%s", msg)
 }
 
 func mkdirAll(p *vfs.Proc, dir string) error {
@@ -161,81 +163,277 @@ func openImage(spec string) (*vfs.Proc, *diskimage.Image, error) {
 	return p, im, nil
 }
 
+// imageTools describes each image tool: its operands, its options (short
+// letters, and long names mapped to them) and its help.
+var imageTools = map[string]struct {
+	operands  string // the synopsis' operands
+	short     string
+	long      map[string]string
+	help      string
+	needsPath bool // the operand must name a path (cat)
+}{
+	"ls": {operands: "IMAGE[@PART][:PATH]", short: "laAiR1dnh",
+		long: map[string]string{"all": "a", "almost-all": "A", "inode": "i", "human-readable": "h", "recursive": "R", "directory": "d", "numeric-uid-gid": "n"},
+		help: `usage: iovfs ls [-laAiR1dn] [--human-readable] IMAGE[@PART][:PATH]
+
+Lists the directory PATH (default /) of the disk image IMAGE (ext2, ext3,
+ext4 or FAT; IMAGE@N is its partition N, IMAGE@NAME a GPT partition by
+name), as ls(1) lists a directory: without root, FUSE or a host loop
+device. The image is only read. Names print as paths inside the image.
+
+options:
+  -l                     long listing: mode, links, owner, group, size, time
+  -a, --all              include names that begin with '.'
+  -A, --almost-all       as -a, without '.' and '..'
+  -i, --inode            print inode numbers
+  -R, --recursive        list subdirectories too
+  -1                     one name per line
+  -d, --directory        list PATH itself, not its contents
+  -n, --numeric-uid-gid  as -l, with numeric owner and group
+  --human-readable       sizes in K, M, G (also clustered, as in -lh)
+  -h, --help             show this help ("-h" alone; clustered it is --human-readable)
+
+examples:
+  iovfs ls disk.img
+  iovfs ls -l disk.img:/etc
+  iovfs ls -lR --human-readable disk.img@2:/var/log
+`},
+	"cat": {operands: "IMAGE[@PART]:PATH", needsPath: true,
+		help: `usage: iovfs cat IMAGE[@PART]:PATH
+
+Prints the file PATH of the disk image IMAGE (ext2, ext3, ext4 or FAT;
+IMAGE@N is its partition N) on standard output, as cat(1) does: without
+root, FUSE or a host loop device. The image is only read.
+
+options:
+  -h, --help  show this help
+
+examples:
+  iovfs cat disk.img:/etc/os-release
+  iovfs cat disk.img@1:/EFI/BOOT/grub.cfg
+`},
+	"stat": {operands: "IMAGE[@PART][:PATH]", short: "L", long: map[string]string{"dereference": "L"},
+		help: `usage: iovfs stat [-L] IMAGE[@PART][:PATH]
+
+Shows the status of PATH (default /) in the disk image IMAGE (ext2, ext3,
+ext4 or FAT; IMAGE@N is its partition N) in GNU stat's format: type, size,
+blocks, inode, links, mode, owner, times. The image is only read.
+
+options:
+  -L, --dereference  follow a symbolic link
+  -h, --help         show this help
+
+examples:
+  iovfs stat disk.img:/bin/sh
+  iovfs stat -L disk.img:/bin/sh
+`},
+	"tree": {operands: "IMAGE[@PART][:PATH]",
+		help: `usage: iovfs tree IMAGE[@PART][:PATH]
+
+Prints the tree under PATH (default /) of the disk image IMAGE (ext2,
+ext3, ext4 or FAT; IMAGE@N is its partition N), as tree(1) does, with
+symbolic link targets and a count of directories and files. The image is
+only read.
+
+options:
+  -h, --help  show this help
+
+examples:
+  iovfs tree disk.img
+  iovfs tree disk.img:/etc
+`},
+}
+
+// parseImageArgs parses the arguments of the image tool name (ls, cat,
+// stat, tree) into its options (short ones; long ones as their letter) and
+// its operand, or says what is wrong with them; help reports -h or --help.
+func parseImageArgs(name string, args []string) (flags []string, operand string, help bool, err error) {
+	t := imageTools[name]
+	var operands []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			operands = append(operands, args[i+1:]...)
+			i = len(args)
+		case isHelp(a):
+			return nil, "", true, nil
+		case strings.HasPrefix(a, "--"):
+			short, ok := t.long[strings.TrimPrefix(a, "--")]
+			if !ok {
+				return nil, "", false, fmt.Errorf("unknown option %s", a)
+			}
+			flags = append(flags, "-"+short)
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			for _, ch := range a[1:] {
+				if !strings.ContainsRune(t.short, ch) {
+					return nil, "", false, fmt.Errorf("invalid option -- '%c'", ch)
+				}
+			}
+			flags = append(flags, a)
+		default:
+			operands = append(operands, a)
+		}
+	}
+	switch {
+	case len(operands) == 0:
+		return nil, "", false, fmt.Errorf("missing %s operand", t.operands)
+	case len(operands) > 1:
+		return nil, "", false, fmt.Errorf("extra operand %q", operands[1])
+	}
+	return flags, operands[0], false, nil
+}
+
+// hasFlag reports whether the short option ch is among flags.
+func hasFlag(flags []string, ch rune) bool {
+	for _, f := range flags {
+		if strings.HasPrefix(f, "-") && !strings.HasPrefix(f, "--") && strings.ContainsRune(f[1:], ch) {
+			return true
+		}
+	}
+	return false
+}
+
 // runImageTool runs one of ls, cat, stat and tree on an image through
 // the shell's builtins, whose behaviour and messages are coreutils'. The
 // path is resolved inside the image (RESOLVE_IN_ROOT) before the builtin
 // sees it.
 func runImageTool(name string, args []string, stdout, stderr io.Writer) int {
-	var flags, operands []string
-	for _, a := range args {
-		if a == "-h" && name != "ls" || a == "--help" {
-			fmt.Fprintf(stdout, "usage: iovfs %s %s\n", name, imageUsage[name])
-			return 0
-		}
-		if strings.HasPrefix(a, "-") && len(a) > 1 {
-			flags = append(flags, a)
-		} else {
-			operands = append(operands, a)
-		}
+	c := &cli{name: name, stdout: stdout, stderr: stderr}
+	t := imageTools[name]
+	flags, operand, help, err := parseImageArgs(name, args)
+	if help {
+		fmt.Fprint(stdout, t.help)
+		return 0
 	}
-	if len(operands) != 1 {
-		return usageError(stderr, name, "expected one operand IMAGE[@PART][:PATH]")
+	if err != nil {
+		return c.usageError("%v", err)
 	}
-	img, path := imageArg(operands[0])
-	if name == "cat" && path == "/" && !strings.Contains(operands[0], ":") {
-		return usageError(stderr, name, "expected IMAGE[@PART]:PATH")
+	img, path := imageArg(operand)
+	if t.needsPath && path == "/" && !strings.Contains(operand, ":") {
+		if err := checkImageFile(diskimage.ParseSpec(img).Path); err != nil {
+			return c.fail("%v", err) // a missing or wrong file: say that first
+		}
+		return c.usageError("%q names no file inside the image: want IMAGE:PATH, as %s:/etc/hostname", operand, img)
 	}
 	p, im, err := openImage(img)
 	if err != nil {
-		fmt.Fprintf(stderr, "iovfs %s: %v\n", name, err)
-		return 1
+		return c.fail("%v", err)
 	}
 	defer closeImages()
 	// ls and tree list what a symlink to a directory points at, as
 	// ls does without -l or -d; cat reads through links; stat does not
-	// follow.
-	follow := name == "cat" || name == "tree"
+	// follow unless -L.
+	follow := name == "cat" || name == "tree" || name == "stat" && hasFlag(flags, 'L')
 	if name == "ls" {
-		follow = true
-		for _, f := range flags {
-			if strings.ContainsAny(f, "ld") && !strings.HasPrefix(f, "--") {
-				follow = false
-			}
+		follow = !hasFlag(flags, 'l') && !hasFlag(flags, 'd') && !hasFlag(flags, 'n')
+	}
+	shown := img + ":" + path
+	npath, err := im.Path(path, follow)
+	if err == nil {
+		_, err = p.Lstat(npath)
+	}
+	if err != nil {
+		return c.fail("%s: %s", shown, errText(err))
+	}
+	switch name {
+	case "tree":
+		return printTree(p, im.Target, npath, path, img, stdout, c)
+	case "cat":
+		if st, err := p.Stat(npath); err == nil && st.IsDir() {
+			return c.fail("%s: Is a directory", shown)
 		}
 	}
-	npath, err := im.Path(path, follow)
-	if err != nil {
-		fmt.Fprintf(stderr, "iovfs %s: %s: %v\n", name, operands[0], errText(err))
-		return 1
-	}
-	if name == "tree" {
-		return printTree(p, npath, path, stdout, stderr)
-	}
-	return runBuiltinOn(p, im.Target, name, flags, npath, path, stdout, stderr)
+	return runBuiltinOn(p, im.Target, name, flags, npath, img, stdout, c)
 }
 
 // usageError reports a usage error as every iovfs command does: exit 2.
 func usageError(stderr io.Writer, cmd, msg string) int {
-	fmt.Fprintf(stderr, "iovfs %s: %s\nTry 'iovfs %s --help'.\n", cmd, msg, cmd)
-	return 2
+	return (&cli{name: cmd, stderr: stderr}).usageError("%s", msg)
 }
 
-// errText is an error's text without the path a *fs.PathError adds (the
-// caller names what the user gave).
+// errText is the message of err without the operation and path a
+// *fs.PathError adds (the caller names the file as the user gave it),
+// with a capital letter, as coreutils print strerror.
 func errText(err error) string {
 	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
+	for errors.As(err, &pe) {
+		err = pe.Err
 	}
-	return err.Error()
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		err = le.Err
+	}
+	msg := err.Error()
+	if msg == "" {
+		return msg
+	}
+	return strings.ToUpper(msg[:1]) + msg[1:]
 }
 
-var imageUsage = map[string]string{
-	"ls":   "[-l -R -a -i -h -d] IMAGE[@PART][:PATH]",
-	"cat":  "IMAGE[@PART]:PATH",
-	"stat": "IMAGE[@PART][:PATH]",
-	"tree": "IMAGE[@PART][:PATH]",
+// checkImageFile refuses, in words, a host file that cannot be an image: a
+// missing file, a directory, a character device, a FIFO or socket, an
+// empty file. Regular files and block devices pass.
+func checkImageFile(img string) error {
+	st, err := os.Stat(img)
+	if err != nil {
+		return fmt.Errorf("%s: %s", img, errText(err))
+	}
+	switch m := st.Mode(); {
+	case m.IsDir():
+		return fmt.Errorf("%s: is a directory, not an image file", img)
+	case m&fs.ModeDevice != 0 && m&fs.ModeCharDevice == 0:
+		return nil // a block device: a disk or partition
+	case m&fs.ModeCharDevice != 0:
+		return fmt.Errorf("%s: is a character device, not an image file", img)
+	case m&fs.ModeNamedPipe != 0, m&fs.ModeSocket != 0:
+		return fmt.Errorf("%s: is a FIFO or socket, not an image file", img)
+	case st.Size() == 0:
+		return fmt.Errorf("%s: empty file, not a disk image", img)
+	}
+	return nil
 }
+
+// loopDevName matches the loop devices of the process's namespace, which
+// must never reach a message.
+var loopDevName = regexp.MustCompile(`/dev/loop[0-9]+(p[0-9]+)?`)
+
+// mountMsg says why a mount failed: the driver's words without the
+// operation, the source or an errno the words already explain; a bare
+// errno is capitalized, and EINVAL and ENODEV say what they mean for a
+// mount.
+func mountMsg(err error) string {
+	msg := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		msg = pe.Err.Error()
+	}
+	msg = strings.TrimPrefix(msg, "ext4: ")
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		switch {
+		case msg == errno.Error() && errno == unix.EINVAL:
+			msg = "Invalid argument: a bad option, or not a file system of that type"
+		case msg == errno.Error() && errno == unix.ENODEV:
+			msg = "No such device: not a file system type iovfs knows"
+		case msg == errno.Error():
+			msg = errText(errno)
+		case strings.HasSuffix(msg, ": "+errno.Error()):
+			msg = strings.TrimSuffix(msg, ": "+errno.Error())
+		}
+	}
+	return loopDevName.ReplaceAllString(msg, "the loop device")
+}
+
+// A shownError is an error whose message is written for the user (names
+// as the user gave them), wrapping the error it explains.
+type shownError struct {
+	msg string
+	err error
+}
+
+func (e *shownError) Error() string { return e.msg }
+func (e *shownError) Unwrap() error { return e.err }
 
 // copyHostFile copies a small host file into the namespace at the same
 // path, if the host has it.

@@ -524,7 +524,7 @@ func TestImageToolsDifferential(t *testing.T) {
 		t.Errorf("stat: status %d\n--- GNU\n%s--- iovfs\n%s", st, want, out)
 	}
 	// Errors: a missing path, a corrupt image, a missing image.
-	if _, errs, st := iovfs("cat", img+":/nope"); st != 1 || errs != "cat: nope: No such file or directory\n" {
+	if _, errs, st := iovfs("cat", img+":/nope"); st != 1 || errs != "iovfs cat: "+img+":/nope: No such file or directory\n" {
 		t.Errorf("cat of a missing file: status %d, stderr %q", st, errs)
 	}
 	bad := filepath.Join(t.TempDir(), "bad")
@@ -532,7 +532,7 @@ func TestImageToolsDifferential(t *testing.T) {
 	if _, errs, st := iovfs("ls", bad); st != 1 || !strings.Contains(errs, "no ext2/3/4 or FAT file system") {
 		t.Errorf("corrupt image: status %d, stderr %q", st, errs)
 	}
-	if _, errs, st := iovfs("ls", filepath.Join(t.TempDir(), "none")); st != 1 || !strings.Contains(errs, "no such file") {
+	if _, errs, st := iovfs("ls", filepath.Join(t.TempDir(), "none")); st != 1 || !strings.Contains(errs, "No such file") {
 		t.Errorf("missing image: status %d, stderr %q", st, errs)
 	}
 }

@@ -1,12 +1,14 @@
 // Command iovfs drives the iovfs in-process file system and device-driver
-// layer from the shell. Its main use today is "iovfs bench", which runs the
-// reference experiments; "iovfs --help" lists every subcommand.
+// layer from the shell: benchmarks, a FUSE export, WebAssembly programs, a
+// shell on an iovfs namespace, and tools that read ext2/3/4 images without
+// root. "iovfs --help" lists the commands; "iovfs CMD --help" explains one.
 package main
 
 import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // A command is one subcommand of iovfs.
@@ -17,23 +19,29 @@ type command struct {
 
 // commands lists the subcommands, in help order.
 var commands = []command{
-	{"bench", "run the reference experiments: same-run A/B benchmarks of the read paths (iovfs bench --help)", runBench},
-	{"mount", "export a tmpfs, ext4 image, host directory or devfs to the host through FUSE (iovfs mount --help)", runMount},
-	{"sh", "a POSIX shell inside the process, on an iovfs namespace (iovfs sh --help)", runSh},
-	{"ls", "list a directory of an image (ext2/3/4, FAT): iovfs ls [-l -R] IMAGE[@PART][:PATH]", imageTool("ls")},
-	{"cat", "print a file of an image: iovfs cat IMAGE[@PART]:PATH", imageTool("cat")},
-	{"stat", "show a file's status in an image: iovfs stat IMAGE[@PART]:PATH", imageTool("stat")},
-	{"tree", "print an image's tree: iovfs tree IMAGE[@PART][:PATH]", imageTool("tree")},
-	{"cp", "copy between the host and images, as GNU cp (iovfs cp --help)", runCp},
-	{"parts", "print an image's partition table as sfdisk -l: iovfs parts IMAGE", runParts},
-	{"mkdir", "make directories in an image: iovfs mkdir [-p] IMAGE[@PART]:DIR...", editCommand("mkdir")},
-	{"rm", "remove files from an image: iovfs rm [-r] [-f] IMAGE[@PART]:PATH...", editCommand("rm")},
-	{"mv", "move files within an image: iovfs mv IMAGE[@PART]:SRC... IMAGE[@PART]:DEST", editCommand("mv")},
-	{"ln", "link in an image: iovfs ln [-s] TARGET IMAGE[@PART]:LINK", editCommand("ln")},
-	{"chmod", "set modes in an image: iovfs chmod MODE IMAGE[@PART]:PATH...", editCommand("chmod")},
-	{"chown", "set owners in an image: iovfs chown UID[:GID] IMAGE[@PART]:PATH...", editCommand("chown")},
-	{"touch", "touch files in an image: iovfs touch IMAGE[@PART]:PATH...", editCommand("touch")},
-	{"run", "run a WebAssembly (wasip1) program on an iovfs process, like wazero run (iovfs run --help)", runRun},
+	{"bench", "run the benchmarks: a quick suite by default, every experiment with --full", runBench},
+	{"mount", "export a tmpfs, an image (ext2/3/4, FAT), a host directory or devfs through FUSE", runMount},
+	{"run", "run a WebAssembly (wasip1) program with its files on iovfs, like wazero run", runRun},
+	{"sh", "a POSIX shell inside the process, on an iovfs namespace", runSh},
+	{"ls", "list a directory of a disk image (ext2/3/4, FAT)", imageTool("ls")},
+	{"cat", "print a file of a disk image", imageTool("cat")},
+	{"stat", "show the status of a file in a disk image", imageTool("stat")},
+	{"tree", "print the tree of a disk image", imageTool("tree")},
+	{"cp", "copy between the host and disk images, as GNU cp", runCp},
+	{"parts", "print the partition table of a disk image, as sfdisk -l", runParts},
+	{"mkdir", "make directories in a disk image", editCommand("mkdir")},
+	{"rm", "remove files from a disk image", editCommand("rm")},
+	{"mv", "move files within a disk image", editCommand("mv")},
+	{"ln", "make links in a disk image", editCommand("ln")},
+	{"chmod", "set permission bits in a disk image", editCommand("chmod")},
+	{"chown", "set owners in a disk image", editCommand("chown")},
+	{"touch", "set times of, or create, files in a disk image", editCommand("touch")},
+	{"version", "print the version of this binary", runVersion},
+}
+
+func init() {
+	// Here, not in the list: runHelp looks the commands up.
+	commands = append(commands, command{"help", "show this list, or a command's help (iovfs help bench)", runHelp})
 }
 
 func imageTool(name string) func(args []string, stdout, stderr io.Writer) int {
@@ -50,38 +58,91 @@ func main() {
 // for a failure, 2 for a usage error.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		usage(stderr)
+		fmt.Fprintf(stderr, "iovfs: missing command\nTry 'iovfs --help'.\n")
 		return 2
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		if len(args) > 1 {
-			// "iovfs help bench" is "iovfs bench --help".
-			return run([]string{args[1], "--help"}, stdout, stderr)
-		}
+	case "-h", "-help", "--help":
 		usage(stdout)
 		return 0
+	case "--version", "-version", "-v":
+		return runVersion(args[1:], stdout, stderr)
 	}
-	for _, c := range commands {
-		if c.name == args[0] {
-			return c.run(args[1:], stdout, stderr)
+	for _, cmd := range commands {
+		if cmd.name == args[0] {
+			// The drivers' notices and the images' notes are the
+			// command's warnings.
+			c := &cli{name: cmd.name, stdout: stdout, stderr: stderr}
+			prevCLI, prevSink := noteCLI, sink
+			var unwatch func()
+			noteCLI = c
+			sink, unwatch = watchNotices(c)
+			defer func() { unwatch(); noteCLI, sink = prevCLI, prevSink }()
+			return cmd.run(args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "iovfs: unknown command %q\n\n", args[0])
-	usage(stderr)
+	if strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(stderr, "iovfs: unknown option %s\nTry 'iovfs --help'.\n", args[0])
+	} else {
+		fmt.Fprintf(stderr, "iovfs: unknown command %q\nTry 'iovfs --help'.\n", args[0])
+	}
 	return 2
 }
 
+// runHelp is "iovfs help [CMD]".
+func runHelp(args []string, stdout, stderr io.Writer) int {
+	c := &cli{name: "help", stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		usage(stdout)
+		return 0
+	}
+	if isHelp(args[0]) {
+		fmt.Fprint(stdout, helpUsage)
+		return 0
+	}
+	if len(args) > 1 {
+		return c.usageError("one command at a time, not %d", len(args))
+	}
+	for _, cmd := range commands {
+		if cmd.name == args[0] {
+			return cmd.run([]string{"--help"}, stdout, stderr)
+		}
+	}
+	return c.usageError("unknown command %q", args[0])
+}
+
+const helpUsage = `usage: iovfs help [COMMAND]
+
+Without a command, lists the commands; with one, prints its help, as
+"iovfs COMMAND --help" does.
+
+options:
+  -h, --help  show this help
+
+examples:
+  iovfs help
+  iovfs help bench
+`
+
 func usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: iovfs <command> [arguments]\n\n")
-	fmt.Fprintf(w, "iovfs is a file system and device-driver layer that runs inside a Go process.\n\n")
-	fmt.Fprintf(w, "commands:\n")
-	width := len("help")
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("usage: iovfs COMMAND [ARGUMENTS]\n\n")
+	p("iovfs is a file system and device-driver layer that runs inside a Go process:\n")
+	p("Linux's file semantics for Go programs, and these commands to try it.\n\n")
+	p("commands:\n")
+	width := 0
 	for _, c := range commands {
 		width = max(width, len(c.name))
 	}
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
+		p("  %-*s  %s\n", width, c.name, c.summary)
 	}
-	fmt.Fprintf(w, "  %-*s  %s\n", width, "help", "show this list, or a command's help (iovfs help bench)")
+	p("\noptions:\n")
+	p("  -h, --help     show this list\n")
+	p("  -v, --version  print the version (as iovfs version)\n")
+	p("\nexamples:\n")
+	p("  iovfs bench                          # the quick benchmark suite, about a minute\n")
+	p("  iovfs ls -l disk.img:/etc            # list a directory inside an ext4 image\n")
+	p("  iovfs sh -c 'mkrd 8192; ls -l /dev'  # a shell on an in-process namespace\n")
+	p("\n\"iovfs COMMAND --help\" explains a command. Documentation: https://github.com/iovfs/iovfs\n")
 }

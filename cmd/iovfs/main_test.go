@@ -22,7 +22,7 @@ func TestHelp(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "bench") || !strings.Contains(out, "usage: iovfs") {
 		t.Errorf("iovfs --help: status %d\n%s", code, out)
 	}
-	if code, _, errOut := runArgs(); code != 2 || !strings.Contains(errOut, "commands:") {
+	if code, _, errOut := runArgs(); code != 2 || errOut != "iovfs: missing command\nTry 'iovfs --help'.\n" {
 		t.Errorf("iovfs with no arguments: status %d\n%s", code, errOut)
 	}
 	if code, _, errOut := runArgs("frobnicate"); code != 2 || !strings.Contains(errOut, `unknown command "frobnicate"`) {
@@ -96,9 +96,53 @@ func TestBenchFormatBenchstat(t *testing.T) {
 	}
 }
 
+// TestBenchQuick: "iovfs bench" alone plans the quick suite: every
+// experiment, the seeds at their defaults, the others shortened, the
+// user's own options kept; --full and "all" plan every experiment at its
+// defaults.
+func TestBenchQuick(t *testing.T) {
+	_, exps, params, quick, err := parseBench(nil)
+	if err != nil || !quick || len(exps) != len(bench.Experiments()) {
+		t.Fatalf("bench: %v, quick %v, %d experiments", err, quick, len(exps))
+	}
+	for i, e := range exps {
+		q, ok := quickSuite[e.Name]
+		if !ok {
+			t.Errorf("%s has no quick version", e.Name)
+			continue
+		}
+		switch e.Name {
+		case "zero", "dax":
+			if params[i].Loops != 0 || params[i].Ops != 0 || params[i].Extra["file-size"] != "" && params[i].Extra["file-size"] != "64M" {
+				t.Errorf("%s is not at full strength: %+v", e.Name, params[i])
+			}
+		default:
+			if params[i].Loops != q.loops {
+				t.Errorf("%s: loops %d, want %d", e.Name, params[i].Loops, q.loops)
+			}
+		}
+	}
+	_, _, params, _, _ = parseBench([]string{"--loops", "2", "--tree", "flat"})
+	for i, e := range bench.Experiments() {
+		if params[i].Loops != 2 || e.Name == "walk" && params[i].Extra["tree"] != "flat" {
+			t.Errorf("quick with --loops 2 --tree flat: %s %+v", e.Name, params[i])
+		}
+	}
+	for _, args := range [][]string{{"--full"}, {"all"}} {
+		_, exps, params, quick, err := parseBench(args)
+		if err != nil || quick || len(exps) != len(bench.Experiments()) || params[len(params)-1].Loops != 0 {
+			t.Errorf("%v: %v, quick %v, %d experiments", args, err, quick, len(exps))
+		}
+	}
+	code, out, _ := runArgs("bench", "--help")
+	if code != 0 || !strings.Contains(out, quickTime) || !strings.Contains(out, fullTime) {
+		t.Errorf("bench --help does not state the suites' time and memory:\n%s", out)
+	}
+}
+
 func TestBenchAll(t *testing.T) {
 	// The matrix is narrowed to two cells: bench's own tests cover its drivers.
-	code, out, errOut := runArgs("bench", "--loops", "1", "--reads", "10", "--dirs", "200", "--files", "200", "--drivers", "null", "--segments", "2", "--sizes", "1", "--copy-size", "4M")
+	code, out, errOut := runArgs("bench", "all", "--loops", "1", "--reads", "10", "--dirs", "200", "--files", "200", "--drivers", "null", "--segments", "2", "--sizes", "1", "--copy-size", "4M", "--file-size", "8M")
 	if code != 0 {
 		t.Fatalf("status %d\n%s", code, errOut)
 	}
@@ -118,9 +162,11 @@ func TestBenchErrors(t *testing.T) {
 	}{
 		{[]string{"bench", "nosuch"}, 2, []string{`no experiment "nosuch"`, "zero"}},
 		{[]string{"bench", "zero", "--variants", "read,nosuch"}, 2, []string{`variant "nosuch"`}},
-		{[]string{"bench", "zero", "--format", "csv"}, 2, []string{`--format "csv"`, "text or benchstat"}},
-		{[]string{"bench", "zero", "--loops", "-1"}, 2, []string{"positive"}},
-		{[]string{"bench", "zero", "--bogus"}, 2, []string{"bogus", "usage:"}},
+		{[]string{"bench", "zero", "--format", "csv"}, 2, []string{`--format "csv"`, "text, benchstat or markdown"}},
+		{[]string{"bench", "zero", "--loops", "-1"}, 2, []string{"--loops -1: must be at least 1"}},
+		{[]string{"bench", "zero", "--loops", "0"}, 2, []string{"--loops 0: must be at least 1"}},
+		{[]string{"bench", "zero", "--clock", "bogus"}, 2, []string{`--clock "bogus"`}},
+		{[]string{"bench", "zero", "--bogus"}, 2, []string{"unknown option --bogus", "Try 'iovfs bench --help'."}},
 		{[]string{"bench", "zero", "--json", filepath.Join(dir, "missing", "r.json")}, 1, []string{"--json " + filepath.Join(dir, "missing", "r.json"), "no such file or directory"}},
 		{[]string{"bench", "zero", "--json", dir}, 1, []string{"--json " + dir, "is a directory"}},
 		{[]string{"bench", "zero", "--plot", filepath.Join(dir, "r.gif")}, 1, []string{"r.gif", ".svg or .png"}},

@@ -3,12 +3,12 @@ package main
 import (
 	"bufio"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -26,45 +26,53 @@ Builds an iovfs namespace holding one file system and exports it at
 MOUNTPOINT on the host through FUSE, in the foreground, until SIGINT or
 SIGTERM (or umount MOUNTPOINT). Needs /dev/fuse, and root or fusermount3.
 
-  iovfs mount -t tmpfs [-o size=1G] none MOUNTPOINT
-  iovfs mount -t ext4 [-o ro[,dax]] disk.img MOUNTPOINT   (also ext2, ext3)
-  iovfs mount -t hostfs /srv/data MOUNTPOINT
-  iovfs mount -t devfs none MOUNTPOINT
+TYPE and SOURCE:
+  tmpfs           SOURCE is ignored (none)
+  ext4, ext3, ext2, vfat
+                  SOURCE is an image file, carried by a loop device inside
+                  the process (no privilege of its own); read-write unless
+                  -o ro (ext4 with iovfs's journaled writer, which refuses,
+                  naming it, an on-disk feature it cannot write), under the
+                  image's lock: a second writer is refused
+  hostfs          SOURCE is a host directory
+  devfs           SOURCE is ignored; the devices are shown as files
 
-Options (-o, comma-separated): ro mounts read-only; the others go to the
-file system (tmpfs size=, mode=; ext4 dax, nodax, commit=N, noload,
-data=ordered|journal, errors=continue|remount-ro|panic, bcache=SIZE). The ext4
-image goes through an in-process loop device: it needs no privilege of
-its own. Without ro it is mounted read-write with iovfs's journaled
-writer, which refuses, naming it, an on-disk feature it cannot write.
+options:
+  -t TYPE         the file system type (required)
+  -o OPTIONS      comma-separated: ro mounts read-only; the others go to the
+                  file system: tmpfs size=, nr_inodes=, mode=, uid=, gid=;
+                  ext4 dax, nodax, commit=N, noload, data=ordered|journal,
+                  errors=continue|remount-ro|panic, bcache=SIZE; hostfs uid=,
+                  gid=, xdev
+  --allow-other   let other users reach the export (allow_other)
+  --debug         log every FUSE request on stderr
+  -h, --help      show this help
+
+examples:
+  iovfs mount -t tmpfs -o size=1g none /mnt/x
+  iovfs mount -t ext4 -o ro,dax disk.img /mnt/x
+  iovfs mount -t ext4 disk.img /mnt/x        # read-write
+  iovfs mount -t hostfs /srv/data /mnt/x
+  iovfs mount -t devfs none /mnt/x
 `
 
 // runMount is "iovfs mount".
 func runMount(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("mount", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() { fmt.Fprint(stderr, mountUsage) }
-	typ := fl.String("t", "", "file system type: tmpfs, ext4 (ext2, ext3), vfat, hostfs, devfs")
-	optStr := fl.String("o", "", "mount options, comma-separated")
-	allowOther := fl.Bool("allow-other", false, "let other users reach the export (allow_other)")
-	debug := fl.Bool("debug", false, "log every FUSE request")
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	c := &cli{name: "mount", stdout: stdout, stderr: stderr}
+	if wantsHelp(args, false) {
+		fmt.Fprint(stdout, mountUsage)
+		return 0
 	}
-	if fl.NArg() != 2 || *typ == "" {
-		fmt.Fprint(stderr, mountUsage)
-		return 2
+	a, err := parseMountArgs(args)
+	if err != nil {
+		return c.usageError("%v", err)
 	}
-	source, mnt := fl.Arg(0), fl.Arg(1)
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "iovfs mount: "+format+"\n", a...)
-		return 1
-	}
+	typ, optStr, allowOther, debug := &a.typ, &a.opts, &a.allowOther, &a.debug
+	source, mnt := a.source, a.mountpoint
+	fail := c.fail
+	sink.name("/dev/loop0", source)
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		return fail("/dev/fuse is missing: the kernel has no FUSE here (%v)", err)
+		return fail("/dev/fuse is missing: the kernel has no FUSE here (%s)", errText(err))
 	}
 	abs, err := filepath.Abs(mnt)
 	if err != nil {
@@ -73,7 +81,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	fi, err := os.Stat(abs)
 	switch {
 	case err != nil:
-		return fail("mountpoint %s: %v", mnt, err)
+		return fail("mountpoint %s: %s", mnt, errText(err))
 	case !fi.IsDir():
 		return fail("mountpoint %s is not a directory", mnt)
 	case isMountPoint(abs):
@@ -107,7 +115,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	})
 	if err != nil {
 		if errors.Is(err, syscall.EBUSY) {
-			return fail("mountpoint %s is busy: %v", mnt, err)
+			return fail("mountpoint %s is busy: %s", mnt, errText(err))
 		}
 		return fail("%v", err)
 	}
@@ -164,6 +172,39 @@ func unmountInside(p *vfs.Proc, root string) error {
 	return err
 }
 
+// mountArgs are the parsed arguments of "iovfs mount".
+type mountArgs struct {
+	typ, opts          string
+	allowOther, debug  bool
+	source, mountpoint string
+}
+
+// parseMountArgs parses the arguments of "iovfs mount", or says what is
+// wrong with them.
+func parseMountArgs(args []string) (mountArgs, error) {
+	var a mountArgs
+	fl := newFlagSet("mount")
+	fl.StringVar(&a.typ, "t", "", "")
+	fl.StringVar(&a.opts, "o", "", "")
+	fl.BoolVar(&a.allowOther, "allow-other", false, "")
+	fl.BoolVar(&a.debug, "debug", false, "")
+	if err := fl.Parse(args); err != nil {
+		return a, errors.New(flagError(err, args))
+	}
+	switch {
+	case a.typ == "":
+		return a, errors.New("missing -t TYPE (tmpfs, ext4, ext3, ext2, vfat, hostfs or devfs)")
+	case !slices.Contains([]string{"tmpfs", "ext4", "ext3", "ext2", "vfat", "hostfs", "devfs"}, a.typ):
+		return a, fmt.Errorf("unknown file system type %q: want tmpfs, ext4, ext3, ext2, vfat, hostfs or devfs", a.typ)
+	case fl.NArg() < 2:
+		return a, errors.New("missing operand: want SOURCE MOUNTPOINT")
+	case fl.NArg() > 2:
+		return a, fmt.Errorf("extra operand %q", fl.Arg(2))
+	}
+	a.source, a.mountpoint = fl.Arg(0), fl.Arg(1)
+	return a, nil
+}
+
 // buildExport makes a namespace holding the file system asked for and
 // returns the process, the directory to export, and whether devices are
 // to be shown as files.
@@ -175,12 +216,12 @@ func buildExport(typ, source string, flags uintptr, data string) (*vfs.Proc, str
 	switch typ {
 	case "tmpfs":
 		if err := p.Mount(source, "/mnt", "tmpfs", flags, data); err != nil {
-			return nil, "", false, err
+			return nil, "", false, &shownError{mountMsg(err), err}
 		}
 		return p, "/mnt", false, nil
 	case "hostfs":
 		if err := p.Mount(source, "/mnt", "hostfs", flags, data); err != nil {
-			return nil, "", false, err
+			return nil, "", false, &shownError{source + ": " + mountMsg(err), err}
 		}
 		return p, "/mnt", false, nil
 	case "devfs":
@@ -197,14 +238,14 @@ func buildExport(typ, source string, flags uintptr, data string) (*vfs.Proc, str
 		if ro {
 			mode = os.O_RDONLY
 		}
-		f, err := os.OpenFile(source, mode, 0)
-		if err != nil {
+		if err := checkImageFile(source); err != nil {
 			return nil, "", false, err
 		}
-		defer f.Close()
-		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-			return nil, "", false, fmt.Errorf("%s: not a regular file (an image is expected)", source)
+		f, err := os.OpenFile(source, mode, 0)
+		if err != nil {
+			return nil, "", false, fmt.Errorf("%s: %s", source, errText(err))
 		}
+		defer f.Close()
 		// One writer per image: the lock lives with the open file
 		// description, which the loop device keeps through its import.
 		if err := diskimage.Lock(f, !ro, source); err != nil {
@@ -212,7 +253,7 @@ func buildExport(typ, source string, flags uintptr, data string) (*vfs.Proc, str
 		}
 		fd, err := p.ImportFile(f)
 		if err != nil {
-			return nil, "", false, err
+			return nil, "", false, fmt.Errorf("%s: %s", source, errText(err))
 		}
 		defer p.Close(fd)
 		lmode := unix.O_RDWR
@@ -221,7 +262,7 @@ func buildExport(typ, source string, flags uintptr, data string) (*vfs.Proc, str
 		}
 		lfd, err := p.Open("/dev/loop0", lmode, 0)
 		if err != nil {
-			return nil, "", false, err
+			return nil, "", false, fmt.Errorf("%s: no loop device to carry it: %s", source, errText(err))
 		}
 		defer p.Close(lfd) // the mount holds the device once it has it
 		cfg := unix.LoopConfig{Fd: uint32(fd)}
@@ -230,10 +271,10 @@ func buildExport(typ, source string, flags uintptr, data string) (*vfs.Proc, str
 			cfg.Info.Flags |= unix.LO_FLAGS_READ_ONLY
 		}
 		if _, err := p.Ioctl(lfd, unix.LOOP_CONFIGURE, &cfg); err != nil {
-			return nil, "", false, fmt.Errorf("loop device: %w", err)
+			return nil, "", false, fmt.Errorf("%s: cannot use it as a disk: %s", source, errText(err))
 		}
 		if err := p.Mount("/dev/loop0", "/mnt", typ, flags, data); err != nil {
-			return nil, "", false, fmt.Errorf("%s: cannot mount it as %s: %w", source, typ, err)
+			return nil, "", false, &shownError{fmt.Sprintf("%s: cannot mount it as %s: %s", source, typ, loopDevName.ReplaceAllString(mountMsg(err), source)), err}
 		}
 		return p, "/mnt", false, nil
 	}

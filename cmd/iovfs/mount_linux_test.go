@@ -111,9 +111,8 @@ func TestMountErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-t", "nfs", "none", dir}, "unknown file system type"},
 		{[]string{"-t", "tmpfs", "none", file}, "is not a directory"},
-		{[]string{"-t", "tmpfs", "none", filepath.Join(dir, "missing")}, "no such file"},
+		{[]string{"-t", "tmpfs", "none", filepath.Join(dir, "missing")}, "No such file"},
 		{[]string{"-t", "ext4", "-o", "ro", file, dir}, "cannot mount it as ext4"},
 		{[]string{"-t", "ext4", "-o", "data=bogus", file, dir}, `bad data= mode "bogus"`},
 		{[]string{"-t", "tmpfs", "none", "/proc"}, "busy"},
@@ -126,6 +125,9 @@ func TestMountErrors(t *testing.T) {
 	}
 	if code, _, _ := runArgs("mount", "-t", "tmpfs"); code != 2 {
 		t.Errorf("iovfs mount with no mountpoint: status %d, want 2", code)
+	}
+	if code, _, errOut := runArgs("mount", "-t", "nfs", "none", dir); code != 2 || !strings.Contains(errOut, "unknown file system type") {
+		t.Errorf("iovfs mount -t nfs: status %d, %q; want 2 and the unknown type", code, errOut)
 	}
 }
 

@@ -16,6 +16,13 @@ Print IMAGE's partition table as sfdisk -l does: DOS (MBR, with extended and
 logical partitions) or GPT (the backup header is used when the primary is
 damaged, with a note). The numbers are those IMAGE@N takes, and the kernel's
 loopNpN.
+
+options:
+  -h, --help  show this help
+
+examples:
+  iovfs parts disk.img
+  iovfs ls disk.img@2:/      # then a partition by its number
 `
 
 func runParts(args []string, stdout, stderr io.Writer) int {
@@ -35,6 +42,10 @@ func runParts(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "parts", "expected one operand IMAGE")
 	}
 	img := strings.TrimSuffix(operands[0], "@")
+	if err := checkImageFile(img); err != nil {
+		fmt.Fprintf(stderr, "iovfs parts: %v\n", err)
+		return 1
+	}
 	f, err := os.Open(img)
 	if err != nil {
 		fmt.Fprintf(stderr, "iovfs parts: %s: %v\n", img, errText(err))

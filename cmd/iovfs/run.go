@@ -11,13 +11,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 
-	"github.com/iovfs/iovfs"
 	"github.com/iovfs/iovfs/dev/mem"
+	"github.com/iovfs/iovfs/diskimage"
 	"github.com/iovfs/iovfs/fs/devfs"
 	"github.com/iovfs/iovfs/vfs"
 	"github.com/iovfs/iovfs/wasi"
@@ -26,84 +27,108 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// multiFlag is a repeatable string flag.
-type multiFlag []string
+// preopenFlag is a repeatable preopen option (--mount, --image, --tmpfs):
+// each value joins one list, so the preopens keep the order given.
+type preopenFlag struct {
+	kind string
+	list *[]request
+	do   func(string) error
+}
 
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+func (f preopenFlag) String() string { return "" }
+func (f preopenFlag) Set(s string) error {
+	*f.list = append(*f.list, request{kind: f.kind, spec: s, do: f.do})
+	return nil
+}
 
-const runUsage = `usage: iovfs run [flags] PROG.wasm [--] [ARGS...]
+// envFlag is the repeatable --env.
+type envFlag []string
 
-Runs a wasip1 program with its files on an iovfs process. Each directory
-option below is a preopen, in the order given. stdin, stdout and stderr are
-the host's. The exit status is the program's proc_exit code; a trap prints
-the error with the wasm stack trace and exits 1.
+func (e *envFlag) String() string { return strings.Join(*e, ",") }
+func (e *envFlag) Set(s string) error {
+	if k, _, ok := strings.Cut(s, "="); !ok || k == "" {
+		return fmt.Errorf("want NAME=VALUE")
+	}
+	*e = append(*e, s)
+	return nil
+}
 
-flags:
+const runUsage = `usage: iovfs run [OPTIONS] PROG.wasm [--] [ARGS...]
+
+Runs the WebAssembly (wasip1) program PROG.wasm with ARGS, its files on
+an iovfs process: a drop-in for "wazero run" (wazero v1.12.0) whose
+directories are iovfs file systems. stdin, stdout and stderr are the
+host's. The exit status is the program's (proc_exit); a trap prints
+"iovfs run: PROG: wasm trap: ..." and the wasm stack, and exits 1.
+
+Each of --mount, --image, --tmpfs and --dev is a preopen, given to the
+program as descriptors 3, 4, ... in the order of the options. An option
+whose GUESTPATH lies inside another's (--tmpfs /tmp with --mount /:/, in
+either order) is no preopen of its own: it is mounted inside the other
+(whose directory must exist there) and reached through it, so that
+absolute symbolic links and ".." resolve as in one tree.
+
+options:
+  --mount HOSTDIR[:GUESTPATH][:ro]  the host directory HOSTDIR (hostfs) at
+                                    GUESTPATH (default HOSTDIR); read-only with :ro
+  --image IMAGE[@PART]:GUESTPATH    the disk image IMAGE (ext2/3/4 or FAT; @N
+                                    its partition N), read-only, at GUESTPATH;
+                                    ext4 file data is copied straight from the
+                                    mapped image (dax; a :dax suffix is accepted)
+  --tmpfs GUESTPATH[:OPTIONS]       a new tmpfs at GUESTPATH; OPTIONS as for
+                                    mount -t tmpfs (size=64m,mode=1777)
+  --dev                             /dev with null, zero, full and urandom
+  --env NAME=VALUE                  set an environment variable (repeatable)
+  --env-inherit                     pass the host's environment (before --env)
+  --cachedir DIR                    keep compiled code in DIR and reuse it (by
+                                    default nothing is written, as wazero run)
+  -h, --help                        show this help
+
+examples:
+  iovfs run --mount .:/ prog.wasm
+  iovfs run --mount /:/ --tmpfs /tmp --dev --env-inherit prog.wasm -test.short
+  iovfs run --image disk.img:/img:dax --mount ./data:/data:ro prog.wasm /img
 `
 
 func runRun(args []string, stdout, stderr io.Writer) int {
 	stdout, stderr = lockWriter(stdout), lockWriter(stderr)
-	fl := flag.NewFlagSet("run", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	var envs, mounts, images, tmpfss multiFlag
-	fl.Var(&envs, "env", "K=V: an environment variable for the program (repeatable)")
-	envInherit := fl.Bool("env-inherit", false, "pass the host's environment to the program (before --env)")
-	fl.Var(&mounts, "mount", "HOSTDIR:GUESTPATH[:ro]: a host directory through hostfs, preopened at GUESTPATH (repeatable)")
-	fl.Var(&images, "image", "IMAGE:GUESTPATH[:dax]: an ext4 image on a loop device, read-only, preopened at GUESTPATH (repeatable)")
-	fl.Var(&tmpfss, "tmpfs", "GUESTPATH[:size=N]: a new tmpfs preopened at GUESTPATH (repeatable)")
-	dev := fl.Bool("dev", false, "preopen /dev with null, zero, full and urandom")
-	cacheDir := fl.String("cachedir", "", "compilation cache directory (default: iovfs/wazero in the user's cache directory; \"off\" for none)")
-	fl.Usage = func() {
-		fmt.Fprint(stderr, runUsage)
-		fl.PrintDefaults()
+	c := &cli{name: "run", stdout: stdout, stderr: stderr}
+	if wantsHelp(args, true) {
+		fmt.Fprint(stdout, runUsage)
+		return 0
 	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	var b preopenBuilder
+	a, err := parseRunArgs(args, &b)
+	if err != nil {
+		return c.usageError("%v", err)
 	}
-	if fl.NArg() == 0 {
-		fmt.Fprintln(stderr, "iovfs run: missing path to wasm file")
-		return 1
-	}
-	prog, guestArgs := fl.Arg(0), fl.Args()[1:]
-	if len(guestArgs) > 0 && guestArgs[0] == "--" {
-		guestArgs = guestArgs[1:]
+	envs, reqs, envInherit, dev, cacheDir := a.envs, a.reqs, &a.envInherit, &a.dev, &a.cacheDir
+	prog, guestArgs := a.prog, a.guestArgs
+	if st, err := os.Stat(prog); err == nil && st.IsDir() {
+		return c.fail("%s: is a directory, not a WebAssembly program", prog)
 	}
 	bin, err := os.ReadFile(prog)
 	if err != nil {
-		fmt.Fprintf(stderr, "iovfs run: error reading wasm binary: %v\n", err)
-		return 1
+		return c.fail("%s: %s", prog, errText(err))
 	}
 	var env []string
 	if *envInherit {
 		env = os.Environ()
 	}
-	for _, e := range envs {
-		if !strings.Contains(e, "=") {
-			fmt.Fprintf(stderr, "iovfs run: invalid environment variable: %s\n", e)
-			return 1
-		}
-	}
 	env = append(env, envs...)
-
-	p, err := iovfs.New()
+	p, err := newProc()
 	if err != nil {
-		fmt.Fprintf(stderr, "iovfs run: %v\n", err)
-		return 1
+		return c.fail("%s", errText(err))
 	}
+	defer closeImages()
 	outF, outDone, err := stdioFile(stdout)
 	if err != nil {
-		fmt.Fprintf(stderr, "iovfs run: %v\n", err)
-		return 1
+		return c.fail("%s", errText(err))
 	}
 	defer outDone()
 	errF, errDone, err := stdioFile(stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "iovfs run: %v\n", err)
-		return 1
+		return c.fail("%s", errText(err))
 	}
 	defer errDone()
 	std := []*os.File{os.Stdin, outF, errF}
@@ -111,56 +136,55 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	defer closeAll(p)
 	for _, f := range std {
 		if _, err := p.ImportFile(f); err != nil {
-			fmt.Fprintf(stderr, "iovfs run: importing %s: %v\n", f.Name(), err)
-			return 1
+			return c.fail("standard descriptor %s: %s", f.Name(), errText(err))
 		}
 	}
 	var cfg wasi.Config
-	b := preopenBuilder{p: p}
-	var reqs []request
-	for _, m := range mounts {
-		reqs = append(reqs, request{"mount", m, b.mount})
-	}
-	for _, m := range tmpfss {
-		reqs = append(reqs, request{"tmpfs", m, b.tmpfs})
-	}
-	for _, m := range images {
-		reqs = append(reqs, request{"image", m, b.image})
-	}
+	b.p = p
 	if *dev {
-		reqs = append(reqs, request{"dev", "/dev", func(string) error { return b.dev() }})
+		reqs = append(reqs, request{kind: "--dev", spec: "/dev", do: func(string) error { return b.dev() }})
 	}
-	// Outer guest paths first, so that an inner one (--tmpfs /tmp under
-	// --mount /:/) is mounted inside it.
-	sort.SliceStable(reqs, func(i, j int) bool { return depth(guestOf(reqs[i])) < depth(guestOf(reqs[j])) })
-	for _, r := range reqs {
+	// Outer guest paths are mounted first, so that an inner one (--tmpfs
+	// /tmp with --mount /:/) is mounted inside it; the preopens keep the
+	// order given.
+	order := make([]int, len(reqs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return depth(guestOf(reqs[order[i]])) < depth(guestOf(reqs[order[j]])) })
+	for _, i := range order {
+		r := &reqs[i]
+		b.cur = r
 		if err := r.do(r.spec); err != nil {
-			fmt.Fprintf(stderr, "iovfs run: invalid %s %q: %v\n", r.kind, r.spec, err)
-			return 1
+			if r.kind == "--dev" {
+				return c.fail("--dev: %v", err)
+			}
+			return c.fail("%s %s: %v", r.kind, r.spec, err)
 		}
 	}
-	cfg.Preopens = b.preopens
+	for _, r := range reqs {
+		if r.preopen != nil {
+			cfg.Preopens = append(cfg.Preopens, *r.preopen)
+		}
+	}
 
 	ctx := context.Background()
 	rc := wazero.NewRuntimeConfig()
-	if dir := cacheDirFor(*cacheDir); dir != "" {
-		if cache, err := wazero.NewCompilationCacheWithDir(dir); err == nil {
-			rc = rc.WithCompilationCache(cache)
-		} else {
-			fmt.Fprintf(stderr, "iovfs run: invalid cachedir: %v\n", err)
-			return 1
+	if *cacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(*cacheDir)
+		if err != nil {
+			return c.fail("--cachedir %s: %v", *cacheDir, err)
 		}
+		rc = rc.WithCompilationCache(cache)
 	}
 	r := wazero.NewRuntimeWithConfig(ctx, rc)
 	defer r.Close(ctx)
 	compiled, err := r.CompileModule(ctx, bin)
 	if err != nil {
-		fmt.Fprintf(stderr, "iovfs run: error compiling wasm binary: %v\n", err)
-		return 1
+		return c.fail("%s: not a WebAssembly module wazero can compile: %v", prog, err)
 	}
 	if _, err := wasi.Instantiate(ctx, r, p, cfg); err != nil {
-		fmt.Fprintf(stderr, "iovfs run: %v\n", err)
-		return 1
+		return c.fail("%v", err)
 	}
 	mc := wazero.NewModuleConfig().
 		WithArgs(append([]string{prog}, guestArgs...)...).
@@ -176,49 +200,100 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		if errors.As(err, &exit) {
 			return int(exit.ExitCode())
 		}
-		fmt.Fprintf(stderr, "iovfs run: error instantiating wasm binary: %v\n", err)
-		return 1
+		return reportWasmError(c, prog, err)
 	}
 	return 0
 }
 
-// cacheDirFor returns the compilation cache directory: dir, or
-// iovfs/wazero under the user's cache directory; "" for none.
-func cacheDirFor(dir string) string {
-	switch dir {
-	case "off":
-		return ""
-	case "":
-		base, err := os.UserCacheDir()
-		if err != nil {
-			return ""
-		}
-		return filepath.Join(base, "iovfs", "wazero")
+// runOptions are the parsed arguments of "iovfs run".
+type runOptions struct {
+	envs            envFlag
+	reqs            []request // the preopen options, in the order given
+	envInherit, dev bool
+	cacheDir        string
+	prog            string
+	guestArgs       []string
+}
+
+// parseRunArgs parses the arguments of "iovfs run", or says what is wrong
+// with them. The preopen options' requests are set up later by b.
+func parseRunArgs(args []string, b *preopenBuilder) (runOptions, error) {
+	var a runOptions
+	fl := newFlagSet("run")
+	fl.Var(&a.envs, "env", "")
+	fl.BoolVar(&a.envInherit, "env-inherit", false, "")
+	fl.Var(preopenFlag{"--mount", &a.reqs, b.mount}, "mount", "")
+	fl.Var(preopenFlag{"--image", &a.reqs, b.image}, "image", "")
+	fl.Var(preopenFlag{"--tmpfs", &a.reqs, b.tmpfs}, "tmpfs", "")
+	fl.BoolVar(&a.dev, "dev", false, "")
+	fl.StringVar(&a.cacheDir, "cachedir", "", "")
+	if err := fl.Parse(args); err != nil {
+		return a, errors.New(flagError(err, args))
 	}
-	return dir
+	if fl.NArg() == 0 {
+		return a, errors.New("missing PROG.wasm")
+	}
+	if a.cacheDir == "" && cacheDirSet(fl) {
+		return a, errors.New("--cachedir needs a directory")
+	}
+	a.prog, a.guestArgs = fl.Arg(0), fl.Args()[1:]
+	if len(a.guestArgs) > 0 && a.guestArgs[0] == "--" {
+		a.guestArgs = a.guestArgs[1:]
+	}
+	return a, nil
+}
+
+// cacheDirSet reports whether --cachedir was given (perhaps empty).
+func cacheDirSet(fl *flag.FlagSet) bool {
+	set := false
+	fl.Visit(func(f *flag.Flag) { set = set || f.Name == "cachedir" })
+	return set
+}
+
+// reportWasmError prints an error of the program's instantiation or run:
+// a trap as "PROG: wasm trap: WHAT" followed by the wasm stack trace
+// wazero recorded, anything else (an import no module gives) as one
+// line. It returns exit status 1.
+func reportWasmError(c *cli, prog string, err error) int {
+	first, rest, _ := strings.Cut(err.Error(), "\n")
+	// "module[] function[_start] failed: wasm error: unreachable"
+	if i := strings.Index(first, "wasm error: "); i >= 0 {
+		c.errorf("%s: wasm trap: %s", prog, first[i+len("wasm error: "):])
+		if rest = strings.TrimRight(rest, "\n"); rest != "" {
+			fmt.Fprintln(c.stderr, rest)
+		}
+		return 1
+	}
+	return c.fail("%s: %s", prog, first)
 }
 
 // preopenBuilder mounts each preopen at its own directory of the
-// process's namespace, /run/wasi/N, and names it GUESTPATH for the guest.
+// process's namespace and names it GUESTPATH for the guest. Messages name
+// the options and guest paths, never those directories.
 type preopenBuilder struct {
-	p        *vfs.Proc
-	preopens []wasi.Preopen
-	made     int // directories made under /run/wasi
+	p   *vfs.Proc
+	cur *request // the option being set up
+	// made are the requests set up so far that are preopens, in the
+	// order they were set up (outer guest paths first).
+	made []*request
 }
 
-// request is one preopen flag.
+// request is one preopen option.
 type request struct {
-	kind, spec string
+	kind, spec string // "--tmpfs", "/tmp:size=64m"
 	do         func(string) error
+	// preopen is what the option gives the guest; nil for one reached
+	// through another preopen.
+	preopen *wasi.Preopen
 }
 
-// guestOf is the guest path a flag names.
+// guestOf is the guest path an option names.
 func guestOf(r request) string {
 	switch r.kind {
-	case "tmpfs":
+	case "--tmpfs":
 		g, _, _ := strings.Cut(r.spec, ":")
 		return g
-	case "dev":
+	case "--dev":
 		return "/dev"
 	}
 	parts := strings.Split(r.spec, ":")
@@ -243,60 +318,62 @@ func depth(p string) int {
 // already made (--tmpfs /tmp under --mount /:/), it is that preopen's
 // directory for guest, which must exist, and nested is true: the guest
 // reaches it through the outer preopen, so that absolute symlinks and ".."
-// resolve as in one tree. Otherwise it is a new directory /run/wasi/N of
-// the process's namespace, to be preopened as guest.
+// resolve as in one tree. Otherwise it is a new directory of the
+// process's namespace, to be preopened as guest.
 func (b *preopenBuilder) next(guest string) (dir string, nested bool, err error) {
 	if guest == "" || !strings.HasPrefix(guest, "/") {
-		return "", false, fmt.Errorf("guest path %q is not absolute", guest)
+		return "", false, fmt.Errorf("the guest path %q is not absolute", guest)
 	}
 	guest = filepath.Clean(guest)
-	best := -1
-	for i, po := range b.preopens {
+	var outer *request
+	for _, r := range b.made {
+		po := r.preopen
 		if po.Guest == "/" || guest == po.Guest || strings.HasPrefix(guest, po.Guest+"/") {
-			if best < 0 || len(po.Guest) > len(b.preopens[best].Guest) {
-				best = i
+			if outer == nil || len(po.Guest) > len(outer.preopen.Guest) {
+				outer = r
 			}
 		}
 	}
-	if best >= 0 {
-		po := b.preopens[best]
+	if outer != nil {
+		po := outer.preopen
 		if guest == po.Guest {
-			return "", false, fmt.Errorf("%s is given twice", guest)
+			return "", false, fmt.Errorf("%s is already given by %s %s", guest, outer.kind, outer.spec)
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(guest, po.Guest), "/")
-		dir = filepath.Join(po.Path, rel)
+		dir = path.Join(po.Path, rel)
 		st, err := b.p.Stat(dir)
 		if err != nil {
-			return "", false, fmt.Errorf("no mount point for %s: %w", guest, err)
+			return "", false, fmt.Errorf("%s lies inside %s %s, which has no directory %s to mount it on (%s)", guest, outer.kind, outer.spec, guest, errText(err))
 		}
 		if !st.IsDir() {
-			return "", false, fmt.Errorf("mount point for %s is not a directory", guest)
+			return "", false, fmt.Errorf("%s lies inside %s %s, where %s is not a directory", guest, outer.kind, outer.spec, guest)
 		}
 		return dir, true, nil
 	}
-	if b.made == 0 {
-		if err := b.p.Mkdir("/run", 0o755); err != nil {
-			return "", false, err
-		}
-		if err := b.p.Mkdir("/run/wasi", 0o755); err != nil {
+	if len(b.made) == 0 {
+		if err := mkdirAll(b.p, "/run/wasi"); err != nil {
 			return "", false, err
 		}
 	}
-	dir = fmt.Sprintf("/run/wasi/%d", b.made)
-	b.made++
-	if err := b.p.Mkdir(dir, 0o755); err != nil {
-		return "", false, err
+	for n := 0; ; n++ {
+		dir = fmt.Sprintf("/run/wasi/%d", n)
+		if err := b.p.Mkdir(dir, 0o755); err == nil {
+			return dir, false, nil
+		} else if !errors.Is(err, unix.EEXIST) {
+			return "", false, err
+		}
 	}
-	return dir, false, nil
 }
 
+// add records what the option being set up gives the guest.
 func (b *preopenBuilder) add(dir, guest string, nested bool) {
 	if !nested {
-		b.preopens = append(b.preopens, wasi.Preopen{Path: dir, Guest: filepath.Clean(guest)})
+		b.cur.preopen = &wasi.Preopen{Path: dir, Guest: filepath.Clean(guest)}
+		b.made = append(b.made, b.cur)
 	}
 }
 
-// mount is --mount HOSTDIR:GUESTPATH[:ro]: hostfs with xdev, so a mount
+// mount is --mount HOSTDIR[:GUESTPATH][:ro]: hostfs with xdev, so a mount
 // of / reaches the host's /tmp as "wazero run -mount /:/" does.
 func (b *preopenBuilder) mount(spec string) error {
 	parts := strings.Split(spec, ":")
@@ -309,24 +386,29 @@ func (b *preopenBuilder) mount(spec string) error {
 		parts = append(parts, parts[0])
 	}
 	if len(parts) != 2 || parts[0] == "" {
-		return errors.New("want HOSTDIR:GUESTPATH[:ro]")
+		return errors.New("want HOSTDIR[:GUESTPATH][:ro]")
 	}
 	host, err := filepath.Abs(parts[0])
 	if err != nil {
 		return err
+	}
+	if st, err := os.Stat(host); err != nil {
+		return fmt.Errorf("%s: %s", parts[0], errText(err))
+	} else if !st.IsDir() {
+		return fmt.Errorf("%s: not a directory", parts[0])
 	}
 	dir, nested, err := b.next(parts[1])
 	if err != nil {
 		return err
 	}
 	if err := b.p.Mount(host, dir, "hostfs", flags, "xdev"); err != nil {
-		return err
+		return errors.New(mountMsg(err))
 	}
 	b.add(dir, parts[1], nested)
 	return nil
 }
 
-// tmpfs is --tmpfs GUESTPATH[:size=N].
+// tmpfs is --tmpfs GUESTPATH[:OPTIONS].
 func (b *preopenBuilder) tmpfs(spec string) error {
 	guest, opts, _ := strings.Cut(spec, ":")
 	dir, nested, err := b.next(guest)
@@ -334,15 +416,15 @@ func (b *preopenBuilder) tmpfs(spec string) error {
 		return err
 	}
 	if err := b.p.Mount("tmpfs", dir, "tmpfs", 0, opts); err != nil {
-		return err
+		return errors.New(mountMsg(err))
 	}
 	b.add(dir, guest, nested)
 	return nil
 }
 
-// image is --image IMAGE:GUESTPATH[:dax]: the host file comes in through
-// ImportFile, a free iovfs loop device (read-only, autoclear) carries it,
-// and ext4 mounts it read-only, with dax when asked.
+// image is --image IMAGE[@PART]:GUESTPATH[:dax]: the image attached
+// read-only (attachImage: an iovfs loop device over the imported file,
+// ext2/3/4 with dax where the device maps the file, or FAT).
 func (b *preopenBuilder) image(spec string) error {
 	parts := strings.Split(spec, ":")
 	data := ""
@@ -353,43 +435,24 @@ func (b *preopenBuilder) image(spec string) error {
 	if len(parts) != 2 || parts[0] == "" {
 		return errors.New("want IMAGE:GUESTPATH[:dax]")
 	}
-	f, err := os.Open(parts[0])
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	p := b.p
-	bfd, err := p.ImportFile(f)
-	if err != nil {
-		return err
-	}
-	defer p.Close(bfd)
-	ctl, err := p.Open("/dev/loop-control", unix.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	n, err := p.Ioctl(ctl, unix.LOOP_CTL_GET_FREE, nil)
-	p.Close(ctl)
-	if err != nil {
-		return err
-	}
-	loopDev := fmt.Sprintf("/dev/loop%d", n)
-	lfd, err := p.Open(loopDev, unix.O_RDONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer p.Close(lfd)
-	if _, err := p.Ioctl(lfd, unix.LOOP_CONFIGURE, &unix.LoopConfig{Fd: uint32(bfd),
-		Info: unix.LoopInfo64{Flags: unix.LO_FLAGS_READ_ONLY | unix.LO_FLAGS_AUTOCLEAR}}); err != nil {
+	if err := checkImageFile(diskimage.ParseSpec(parts[0]).Path); err != nil {
 		return err
 	}
 	dir, nested, err := b.next(parts[1])
 	if err != nil {
 		return err
 	}
-	if err := mountReadOnly(p, loopDev, dir, data); err != nil { // image.go
+	// diskimage mounts ext4 with dax wherever the loop device can map
+	// the file, so ":dax" asks for what is done anyway.
+	_ = data
+	im, err := attachImage(b.p, parts[0], dir, false) // image.go
+	if err != nil {
 		return err
 	}
+	// The image's root descriptor is not the guest's: its number is
+	// where the preopens start (fd 3). The mount stays; closeImages
+	// unmounts it after closeAll.
+	b.p.Close(im.Root())
 	b.add(dir, parts[1], nested)
 	return nil
 }
@@ -411,7 +474,7 @@ func (b *preopenBuilder) dev() error {
 		return err
 	}
 	if err := b.p.Namespace().MountFS(dir, d, false); err != nil {
-		return err
+		return errors.New(mountMsg(err))
 	}
 	b.add(dir, "/dev", nested)
 	return nil

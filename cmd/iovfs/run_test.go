@@ -24,8 +24,19 @@ import (
 func iovfsRun(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(append([]string{"run"}, args...), &out, &errb)
+	code := run(append([]string{"run", "--cachedir", wasmCacheDir(t)}, args...), &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// wasmCacheDir is the compilation cache the tests' iovfs run share, in
+// the user's cache directory: compiling a Go test binary for wasm takes
+// seconds, and iovfs run caches nothing unless told.
+func wasmCacheDir(t *testing.T) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "iovfs", "wazero-test")
 }
 
 func TestRunExitStatus(t *testing.T) {
@@ -141,7 +152,7 @@ func TestRunHelper(t *testing.T) {
 	if wasm == "" {
 		t.Skip("helper for TestRunStdin")
 	}
-	os.Exit(run([]string{"run", "--cachedir", "off", wasm, "-stdin"}, os.Stdout, os.Stderr))
+	os.Exit(run([]string{"run", "--cachedir", wasmCacheDir(nil), wasm, "-stdin"}, os.Stdout, os.Stderr))
 }
 
 // TestRunGoStdlib runs two of Go's own standard-library test programs,

@@ -23,117 +23,169 @@ import (
 	"github.com/iovfs/iovfs/vfs"
 )
 
-const shUsage = `usage: iovfs sh [options] [-c SCRIPT | FILE [ARGS...]]
+const shUsage = `usage: iovfs sh [OPTIONS] [-c SCRIPT [NAME [ARGS...]] | FILE [ARGS...]]
 
-Runs a POSIX shell inside the process, on an iovfs namespace (tmpfs at /,
-devfs at /dev, tmpfs at /tmp, /mnt). Every command is a builtin; "help"
-lists them. Without -c or FILE the shell is interactive.
+Runs a POSIX shell inside the process, on an iovfs namespace: tmpfs at /,
+devfs at /dev (null, zero, full, random, urandom, loop-control, loop0-7,
+ram0), tmpfs at /tmp, an empty /mnt. No host program is ever run: every
+command is a builtin written in Go ("help" lists them), working on the
+namespace. Without -c or FILE the shell is interactive, with line
+editing, history (~/.iovfs_history) and tab completion.
 
 options:
-  -c SCRIPT                        run SCRIPT and exit with its status
-  --mount TYPE:SOURCE:TARGET[:OPTS] mount before starting (repeatable);
-                                   hostfs:HOSTDIR:TARGET brings a host directory in
-  --image IMAGE[:TARGET]           attach a host ext2/3/4 image (ImportFile, loop,
-                                   ext4 read-only with dax) at TARGET (/mnt/img)
-  --user UID:GID                   run as this unprivileged user
+  -c SCRIPT                          run SCRIPT and exit with its status
+  --mount TYPE:SOURCE:TARGET[:OPTS]  mount before starting (repeatable); TYPE is
+                                     tmpfs, hostfs (SOURCE a host directory),
+                                     ext2, ext3 or ext4 (SOURCE a device in the
+                                     namespace); OPTS as mount -o
+  --image IMAGE[@PART][:TARGET[:rw]] attach the disk image IMAGE (ext2/3/4 or
+                                     FAT; @N its partition N) at TARGET (default
+                                     /mnt/img), read-only unless :rw
+  --user UID[:GID]                   run as this unprivileged user
+  -h, --help                         show this help
+
+examples:
+  iovfs sh -c 'mkrd 8192; dd if=/dev/zero of=/tmp/z bs=1M count=4; ls -l /tmp'
+  iovfs sh --image disk.img -c 'ls -l /mnt/img; df -h /mnt/img'
+  iovfs sh --image disk.img@2:/mnt/root:rw -c 'mkdir /mnt/root/new'
+  iovfs sh --mount hostfs:$PWD:/mnt/h -c 'cp -r /mnt/h/docs /tmp; du -sh /tmp/docs'
+  iovfs sh --user 1000:1000          # interactive, unprivileged
 `
 
-func runSh(args []string, stdout, stderr io.Writer) int {
-	var script, file string
-	var hasScript bool
-	var mounts, images []string
-	user := ""
-	var params []string
+// shArgs are the parsed arguments of "iovfs sh".
+type shArgs struct {
+	script, file   string
+	hasScript      bool
+	mounts, images []string
+	user           string
+	params         []string
+	help           bool
+}
+
+// parseShArgs parses the arguments of "iovfs sh". Options end at -c's
+// script, at the script FILE, or at "--".
+func parseShArgs(args []string) (shArgs, error) {
+	var a shArgs
 	for i := 0; i < len(args); i++ {
-		a := args[i]
-		val := func() (string, bool) {
-			if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "--") {
-				return v, true
+		arg := args[i]
+		name, inline, hasInline := strings.Cut(arg, "=")
+		if !strings.HasPrefix(arg, "--") {
+			name, hasInline = arg, false
+		}
+		val := func() (string, error) {
+			if hasInline {
+				return inline, nil
 			}
 			if i+1 >= len(args) {
-				fmt.Fprintf(stderr, "iovfs sh: %s needs an argument\n", a)
-				return "", false
+				return "", fmt.Errorf("option %s needs an argument", name)
 			}
 			i++
-			return args[i], true
+			return args[i], nil
 		}
-		name, _, _ := strings.Cut(a, "=")
+		var err error
 		switch name {
 		case "-h", "--help", "-help":
-			fmt.Fprint(stdout, shUsage)
-			return 0
+			a.help = true
+			return a, nil
 		case "-c":
-			v, ok := val()
-			if !ok {
-				return 2
+			if a.script, err = val(); err != nil {
+				return a, err
 			}
-			script, hasScript = v, true
-			params = args[i+1:]
-			i = len(args)
+			a.hasScript, a.params = true, args[i+1:]
+			return a, nil
 		case "--mount":
-			v, ok := val()
-			if !ok {
-				return 2
+			v, err := val()
+			if err != nil {
+				return a, err
 			}
-			mounts = append(mounts, v)
+			if f := strings.SplitN(v, ":", 4); len(f) < 3 || f[0] == "" || f[2] == "" {
+				return a, fmt.Errorf("--mount %s: want TYPE:SOURCE:TARGET[:OPTS]", v)
+			}
+			a.mounts = append(a.mounts, v)
 		case "--image":
-			v, ok := val()
-			if !ok {
-				return 2
+			v, err := val()
+			if err != nil {
+				return a, err
 			}
-			images = append(images, v)
+			if v == "" {
+				return a, errors.New("--image needs an image file")
+			}
+			a.images = append(a.images, v)
 		case "--user":
-			v, ok := val()
-			if !ok {
-				return 2
+			if a.user, err = val(); err != nil {
+				return a, err
 			}
-			user = v
+			if _, _, err := parseUser(a.user); err != nil {
+				return a, err
+			}
+		case "--":
+			if i+1 < len(args) {
+				a.file, a.params = args[i+1], args[i+2:]
+			}
+			return a, nil
 		default:
-			if strings.HasPrefix(a, "-") {
-				fmt.Fprintf(stderr, "iovfs sh: unknown option %s\n%s", a, shUsage)
-				return 2
+			if strings.HasPrefix(arg, "-") && arg != "-" {
+				return a, fmt.Errorf("unknown option %s", arg)
 			}
-			file = a
-			params = args[i+1:]
-			i = len(args)
+			a.file, a.params = arg, args[i+1:]
+			return a, nil
 		}
 	}
+	return a, nil
+}
 
+// parseUser parses --user UID[:GID]; the group defaults to the uid.
+func parseUser(s string) (uid, gid int, err error) {
+	u, g, hasG := strings.Cut(s, ":")
+	uid64, err1 := strconv.ParseUint(u, 10, 31)
+	gid64, err2 := uid64, error(nil)
+	if hasG {
+		gid64, err2 = strconv.ParseUint(g, 10, 31)
+	}
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("--user %s: want UID[:GID], numbers from 0 to 2147483647", s)
+	}
+	return int(uid64), int(gid64), nil
+}
+
+func runSh(args []string, stdout, stderr io.Writer) int {
+	c := &cli{name: "sh", stdout: stdout, stderr: stderr}
+	a, err := parseShArgs(args)
+	if a.help {
+		fmt.Fprint(stdout, shUsage)
+		return 0
+	}
+	if err != nil {
+		return c.usageError("%v", err)
+	}
 	var dev *devfs.FS
 	p, err := iovfs.New(iovfs.WithDevFS(&dev))
 	if err != nil {
-		fmt.Fprintf(stderr, "iovfs sh: %v\n", err)
-		return 1
+		return c.fail("%s", errText(err))
 	}
-	for _, m := range mounts {
+	for _, m := range a.mounts {
 		f := strings.SplitN(m, ":", 4)
-		if len(f) < 3 {
-			fmt.Fprintf(stderr, "iovfs sh: --mount %s: want TYPE:SOURCE:TARGET[:OPTS]\n", m)
-			return 2
-		}
 		opts := ""
 		if len(f) == 4 {
 			opts = f[3]
 		}
 		if _, err := p.Stat(f[2]); err != nil {
 			if err := mkdirAll(p, f[2]); err != nil {
-				fmt.Fprintf(stderr, "iovfs sh: --mount %s: %v\n", m, err)
-				return 1
+				return c.fail("--mount %s: %s: %s", m, f[2], errText(err))
 			}
 		}
 		flags, data := mountOpts(opts)
 		if err := p.Mount(f[1], f[2], f[0], flags, data); err != nil {
-			fmt.Fprintf(stderr, "iovfs sh: --mount %s: %v\n", m, err)
-			return 1
+			return c.fail("--mount %s: %s", m, mountMsg(err))
 		}
 	}
 	devfsOf[p] = dev
 	defer func() {
 		if err := closeImages(); err != nil {
-			fmt.Fprintf(stderr, "iovfs sh: %v\n", err)
+			c.errorf("%v", err)
 		}
 	}()
-	for _, im := range images {
+	for _, im := range a.images {
 		// IMAGE[@PART][:TARGET[:rw]]
 		img, target, write := im, "/mnt/img", false
 		if _, err := os.Stat(im); err != nil {
@@ -147,21 +199,12 @@ func runSh(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if _, err := attachImage(p, img, target, write); err != nil {
-			fmt.Fprintf(stderr, "iovfs sh: --image %s: %v\n", im, err)
-			return 1
+			return c.fail("--image %s: %v", im, err)
 		}
 	}
-	if user != "" {
-		u, g, _ := strings.Cut(user, ":")
-		uid, err1 := strconv.Atoi(u)
-		gid, err2 := strconv.Atoi(g)
-		if g == "" {
-			gid, err2 = uid, nil
-		}
-		if err1 != nil || err2 != nil {
-			fmt.Fprintf(stderr, "iovfs sh: --user %s: want UID:GID\n", user)
-			return 2
-		}
+	user := ""
+	if a.user != "" {
+		uid, gid, _ := parseUser(a.user)
 		err := p.Setgroups(nil)
 		if err == nil {
 			err = p.Setresgid(gid, gid, gid)
@@ -170,10 +213,11 @@ func runSh(args []string, stdout, stderr io.Writer) int {
 			err = p.Setresuid(uid, uid, uid)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "iovfs sh: --user %s: %v\n", user, err)
-			return 1
+			return c.fail("--user %s: %s", a.user, errText(err))
 		}
+		user = a.user
 	}
+	script, file, hasScript, params := a.script, a.file, a.hasScript, a.params
 	home, _ := os.UserHomeDir()
 	o := shell.Options{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Params: params,
 		Env: []string{"HOME=/", "USER=" + map[bool]string{true: "root", false: user}[user == ""]},
@@ -185,29 +229,30 @@ func runSh(args []string, stdout, stderr io.Writer) int {
 	case hasScript:
 		sh, err := shell.New(p, o)
 		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
+			return c.fail("%v", err)
 		}
 		return sh.RunScript(context.Background(), strings.NewReader(script), "")
 	case file != "":
+		if st, err := os.Stat(file); err == nil && st.IsDir() {
+			c.errorf("%s: Is a directory", file)
+			return 126 // sh's status for a script it cannot run
+		}
 		f, err := os.Open(file)
 		if err != nil {
-			fmt.Fprintf(stderr, "iovfs sh: %s: %v\n", file, err)
-			return 127
+			c.errorf("%s: %s", file, errText(err))
+			return 127 // sh's status for a script it cannot find
 		}
 		defer f.Close()
 		sh, err := shell.New(p, o)
 		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
+			return c.fail("%v", err)
 		}
 		return sh.RunScript(context.Background(), f, file)
 	}
 	o.Interactive = true
 	sh, err := shell.New(p, o)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
+		return c.fail("%v", err)
 	}
 	return interactive(sh, filepath.Join(home, ".iovfs_history"), stdout, stderr)
 }
