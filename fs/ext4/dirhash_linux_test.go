@@ -101,12 +101,23 @@ func hashDirNames(r *rand.Rand, n int) []string {
 	return out
 }
 
-// hashDirs are the directories each image has: name and entry count. In
-// the quick run "big" has 1,000 entries, still an htree of many leaves.
-var hashDirs = []struct {
+// hashDir is a directory each image has: name and entry count.
+type hashDir struct {
 	name string
 	n    int
-}{{"big", map[bool]int{true: 1000, false: 3000}[testenv.Quick()]}, {"mid", 150}, {"one", 5}, {"empty", 0}}
+}
+
+// hashDirs returns the directories each image has. In the quick run
+// "big" has 1,000 entries, still an htree of many leaves. (A function:
+// testenv.Quick asks the test flags, which a package-level value would
+// read before they are parsed.)
+func hashDirs() []hashDir {
+	big := 3000
+	if testenv.Quick() {
+		big = 1000
+	}
+	return []hashDir{{"big", big}, {"mid", 150}, {"one", 5}, {"empty", 0}}
+}
 
 // direntOffs appends the d_off values of the records in b.
 func direntOffs(offs []int64, b []byte) []int64 {
@@ -227,7 +238,7 @@ func hashImage(t *testing.T, r *rand.Rand, bs, features, hash string, unsigned, 
 	img := filepath.Join(dir, "img")
 	src := filepath.Join(dir, "src")
 	names := map[string][]string{}
-	for _, d := range hashDirs {
+	for _, d := range hashDirs() {
 		names[d.name] = hashDirNames(r, d.n)
 	}
 	opts := "^inline_data" + features
@@ -236,7 +247,7 @@ func hashImage(t *testing.T, r *rand.Rand, bs, features, hash string, unsigned, 
 	}
 	args := []string{"-q", "-F", "-t", "ext4", "-b", bs, "-O", opts}
 	if !writer {
-		for _, d := range hashDirs {
+		for _, d := range hashDirs() {
 			os.MkdirAll(filepath.Join(src, d.name), 0o755)
 			for i, n := range names[d.name] {
 				p := filepath.Join(src, d.name, n)
@@ -266,7 +277,7 @@ func hashImage(t *testing.T, r *rand.Rand, bs, features, hash string, unsigned, 
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range hashDirs {
+		for _, d := range hashDirs() {
 			di, err := w.Mkdir(rootIno, d.name, 0o755, 0, 0)
 			if err != nil {
 				t.Fatal(err)
