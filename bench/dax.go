@@ -21,7 +21,7 @@ import (
 
 	"github.com/iovfs/iovfs"
 	"github.com/iovfs/iovfs/block"
-	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"github.com/iovfs/iovfs/vfs"
 )
 
@@ -418,7 +418,7 @@ func deviceMemory(b *vfs.Backing) ([]byte, error) {
 // of its extent (the run a production read copies in one piece), and the
 // log2 of the block size.
 func blockTable(mem []byte, name string) ([]blockRun, uint, error) {
-	v, err := ext4.Open(ext4.BytesDevice(mem), ext4.Options{})
+	v, err := disk.Open(disk.BytesDevice(mem), disk.Options{})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"github.com/iovfs/iovfs/internal/testenv"
 )
 
@@ -58,7 +58,7 @@ func TestExportExt4Options(t *testing.T) {
 	}
 }
 
-// fileDev is an ext4.WriteDevice over a host file.
+// fileDev is an disk.WriteDevice over a host file.
 type fileDev struct{ *os.File }
 
 func (d fileDev) Size() int64 {
@@ -81,7 +81,7 @@ func TestImageToolsDirtyJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := ext4.OpenWriter(fileDev{f}, ext4.Options{})
+	w, err := disk.OpenWriter(fileDev{f}, disk.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestImageToolsDirtyJournal(t *testing.T) {
 	}
 	f.Close() // no Close: needs_recovery stays set
 	before, _ := os.ReadFile(img)
-	if need, err := ext4.NeedsRecovery(fileDev{mustOpen(t, img)}); !need || err != nil {
+	if need, err := disk.NeedsRecovery(fileDev{mustOpen(t, img)}); !need || err != nil {
 		t.Fatalf("NeedsRecovery: %v, %v", need, err)
 	}
 	p, err := newProc()

@@ -5,6 +5,7 @@ package ext4
 // as ext4 keeps dir_private_info in file->private_data.
 
 import (
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"syscall"
 
 	"github.com/iovfs/iovfs/vfs"
@@ -13,7 +14,7 @@ import (
 // dirHandle is an open directory of either mount (ro or rw set). Calls
 // come under the VFS's position lock, one at a time.
 type dirHandle struct {
-	cur dirCursor
+	cur disk.DirCursor
 	ro  *dirNode
 	rw  *rwDir
 }
@@ -24,7 +25,7 @@ func (*dirHandle) Read([]byte, int64) (int, error) { return 0, syscall.EISDIR }
 // Iterate implements vfs.DirIterator (ext4_readdir).
 func (h *dirHandle) Iterate(pos int64, ctx *vfs.DirContext) (np int64, err error) {
 	if d := h.ro; d != nil {
-		return h.iterate(dirSource{v: d.fs.vol, in: d.in, list: d.cachedList()}, pos, ctx)
+		return h.iterate(disk.DirSource{Vol: d.fs.vol, In: d.in, List: d.cachedList().source()}, pos, ctx)
 	}
 	d := h.rw
 	w := d.fs.w
@@ -33,15 +34,12 @@ func (h *dirHandle) Iterate(pos int64, ctx *vfs.DirContext) (np int64, err error
 		// lock, no block.
 		d.fs.lists.hits.Add(1)
 		l.ent.Touch()
-		return h.iterate(dirSource{v: w.v, in: l.in, gen: l.gen, list: l}, pos, ctx)
+		return h.iterate(disk.DirSource{Vol: w.Volume(), In: l.in, Gen: l.gen, List: l.l}, pos, ctx)
 	}
 	np = pos
-	err = w.View(func(v *Volume) error {
-		in, err := d.live(v)
-		if err != nil {
-			return err
-		}
-		np, err = h.iterate(dirSource{v: v, in: in, gen: w.dirGen, list: d.fs.listDir(d, v, in)}, pos, ctx)
+	err = w.ViewDir(d.ino, func(v *disk.Volume, in *disk.Inode, gen uint64) error {
+		var err error
+		np, err = h.iterate(disk.DirSource{Vol: v, In: in, Gen: gen, List: d.fs.listDir(d, v, in, gen).source()}, pos, ctx)
 		return err
 	})
 	if err == syscall.ENOENT {
@@ -50,39 +48,20 @@ func (h *dirHandle) Iterate(pos int64, ctx *vfs.DirContext) (np int64, err error
 	return np, d.fs.check("ext4_readdir", err)
 }
 
-// live reads directory d's inode for a listing, under the Writer's lock:
-// ENOENT once it is removed (iterate_dir's IS_DEADDIR; the freed inode's
-// raw fields say so before parsing it would call it damage).
-func (d *rwDir) live(v *Volume) (*Inode, error) {
-	w := d.fs.w
-	raw := make([]byte, w.v.inodeSize)
-	if err := w.v.readMeta(raw, w.inodeOff(d.ino)); err != nil {
-		return nil, err
-	}
-	if iLinks(raw) == 0 || iMode(raw)&S_IFMT != S_IFDIR {
-		return nil, syscall.ENOENT
-	}
-	return v.Inode(d.ino)
-}
-
-func (h *dirHandle) iterate(src dirSource, pos int64, ctx *vfs.DirContext) (int64, error) {
-	return h.cur.iterate(src, pos, func(at int64, e listEnt) bool {
-		return ctx.Emit(at, vfs.Dirent{Name: e.name, Ino: uint64(e.ino), Type: e.typ})
+func (h *dirHandle) iterate(src disk.DirSource, pos int64, ctx *vfs.DirContext) (int64, error) {
+	return h.cur.Iterate(src, pos, func(at int64, e disk.DirEntry) bool {
+		return ctx.Emit(at, vfs.Dirent{Name: e.Name, Ino: uint64(e.Ino), Type: e.Type})
 	})
 }
 
 // Llseek implements vfs.Seeker (ext4_dir_llseek).
 func (h *dirHandle) Llseek(pos, off int64, whence int) (np int64, err error) {
 	if d := h.ro; d != nil {
-		return d.fs.vol.dirSeek(d.in, pos, off, whence)
+		return d.fs.vol.DirSeek(d.in, pos, off, whence)
 	}
-	d := h.rw
-	err = d.fs.w.View(func(v *Volume) error {
-		in, err := d.live(v)
-		if err != nil {
-			return err
-		}
-		np, err = v.dirSeek(in, pos, off, whence)
+	err = h.rw.fs.w.ViewDir(h.rw.ino, func(v *disk.Volume, in *disk.Inode, _ uint64) error {
+		var err error
+		np, err = v.DirSeek(in, pos, off, whence)
 		return err
 	})
 	return np, err

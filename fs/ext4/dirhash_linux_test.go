@@ -21,7 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 )
@@ -43,7 +43,7 @@ func loopMount(t *testing.T, img, opts string) string {
 	return dir
 }
 
-// memWDev is an ext4.WriteDevice in memory (memDev, rwrecover_linux_test.go,
+// memWDev is an disk.WriteDevice in memory (memDev, rwrecover_linux_test.go,
 // with writes).
 type memWDev struct{ memDev }
 
@@ -266,14 +266,14 @@ func hashImage(t *testing.T, r *rand.Rand, bs, features, hash string, unsigned, 
 	if out, err := exec.Command("mke2fs", args...).CombinedOutput(); err != nil {
 		t.Fatalf("mke2fs %v: %v\n%s", args, err, out)
 	}
-	ext4.SetDirHash(t, img, hash, unsigned)
+	testenv.SetDirHash(t, img, hash, unsigned)
 	if writer {
 		b, err := os.ReadFile(img)
 		if err != nil {
 			t.Fatal(err)
 		}
 		dev := memWDev{b}
-		w, err := ext4.OpenWriter(dev, ext4.Options{})
+		w, err := disk.OpenWriter(dev, disk.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

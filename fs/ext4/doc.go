@@ -1,56 +1,17 @@
-// Package ext4 reads ext2, ext3 and ext4 file systems, read-only, from any
-// Device (an io.ReaderAt with a size). It is the on-disk layer under the
-// iovfs ext4 driver and knows nothing of the VFS.
+// Package ext4 is iovfs's ext2, ext3 and ext4 driver: the VFS glue over
+// the on-disk layer (fs/ext4/disk) and its journal (fs/jbd2), as Linux's
+// fs/ext4 sits on fs/jbd2. It registers the types ext4, ext3 and ext2
+// (Mount, MountType), parses the mount options, replays a journal and
+// cleans orphans before a read-only mount, and serves the volume's nodes,
+// open files and directories, statfs, and dax (file data copied straight
+// from a device that can be mapped).
 //
-// # Use
+// A read-only mount serves a disk.Volume (mount.go, node.go, file.go); a
+// read-write one a disk.Writer (rwmount.go). Every change goes through
+// the Writer; every error that damage causes goes through the Writer's
+// error reporter (errors= behaviour).
 //
-//	v, err := ext4.Open(dev, ext4.Options{Logf: log.Printf})
-//	root, _ := v.Inode(v.Root())
-//	ino, err := v.Lookup(root, "etc")       // htree-indexed when the directory is
-//	dir, _ := v.Inode(ino)
-//	err = v.ReadDir(dir, func(name []byte, ino uint32, ftype uint8) bool { ...; return true })
-//	err = v.ReadDirFrom(dir, pos, fn)       // resumable listing for getdents
-//	var c ext4.ExtentCache                  // one per open file
-//	n, err := v.ReadAt(file, &c, buf, off)  // pread(2) semantics: 0, nil at EOF
-//
-// # Data mapping and DAX
-//
-// MapBlocks turns a logical block into a Mapping: the whole extent (or run
-// of consecutive block-map entries) holding it, or a hole. A DAX reader that
-// sees the device as memory copies file bytes itself:
-//
-//	lblk := uint64(off) / bs
-//	m, err := v.MapBlocks(in, &c, lblk)     // a bounds check when c covers lblk
-//	within := uint64(off) - m.Logical*bs
-//	n := min(len(p), m.Len*bs-within, in.Size-off)
-//	if m.Hole || m.Unwritten { clear(p[:n]) } else { copy(p, mem[m.Physical*bs+within:][:n]) }
-//
-// and loops at the end of the run. Every mapped run lies inside the volume,
-// which Open checked lies inside the device. Inline-data files, fast
-// symlinks and special files have no blocks: MapBlocks returns ErrNoBlocks
-// and ReadAt serves them.
-//
-// # Writing
-//
-// OpenWriter opens a volume read-write (see rw.go for the features it
-// writes and refuses): Create, Mkdir, Symlink, Link, Unlink, Rmdir, Rename,
-// WriteAt, Truncate, Setattr, with jbd2 transactions and recovery. Mount
-// without MS_RDONLY serves it through the VFS.
-//
-// # Errors
-//
-// Damage is a *CorruptError whose Errno is syscall.EUCLEAN (Linux's
-// EFSCORRUPTED) or, for a metadata_csum mismatch, syscall.EBADMSG (Linux's
-// EFSBADCRC); errors.Is matches either errno. Unimplemented incompatible
-// features make Open fail with a *FeatureError (EINVAL) naming them. Sizes
-// and counts read from disk are checked against the device before they size
-// an allocation, extent trees are at most 5 levels deep, block maps have a
-// fixed depth, and directory walks visit each block once, so no image makes
-// the reader panic, loop or allocate without bound.
-//
-// # Concurrency
-//
-// A Volume and the Inodes it returns may be used from many goroutines. An
-// ExtentCache may not: keep one per open file (under that file's lock) or
-// per goroutine.
+// The layers import downward only: fs/jbd2 imports nothing of iovfs,
+// fs/ext4/disk imports fs/jbd2 and the block layer but not vfs, and this
+// package imports all three (TestLayers checks it with go list).
 package ext4

@@ -12,6 +12,7 @@ package ext4
 // other and never see a torn Mapping.
 
 import (
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"runtime/debug"
 	"sync/atomic"
 	"syscall"
@@ -26,7 +27,7 @@ var errEINVAL error = syscall.EINVAL
 // vfs.IterReader.
 type handle struct {
 	fs *FS
-	in *Inode
+	in *disk.Inode
 	c  mapCache
 }
 
@@ -74,7 +75,7 @@ func (c *mapCache) lookup(lblk uint64) (run, bool) {
 	return r, c.seq.Load() == s&^1 && lblk-r.logical < r.length
 }
 
-func (c *mapCache) store(m Mapping) {
+func (c *mapCache) store(m disk.Mapping) {
 	s := c.seq.Load()
 	if s&1 != 0 || !c.seq.CompareAndSwap(s, s+1) {
 		return // another goroutine is storing; its mapping is as good
@@ -100,7 +101,7 @@ func (h *handle) mapSlow(lblk uint64) (run, error) {
 	return runOf(m), nil
 }
 
-func runOf(m Mapping) run {
+func runOf(m disk.Mapping) run {
 	p := m.Physical
 	if m.Hole || m.Unwritten {
 		p = cacheZeros
@@ -109,10 +110,10 @@ func runOf(m Mapping) run {
 }
 
 // clip returns the bytes of run m from file position pos, at most max.
-func (fs *FS) clip(m Mapping, pos uint64, max int) int { return fs.clipRun(runOf(m), pos, max) }
+func (fs *FS) clip(m disk.Mapping, pos uint64, max int) int { return fs.clipRun(runOf(m), pos, max) }
 
 // devOff is the device byte offset of file position pos inside run m.
-func (fs *FS) devOff(m Mapping, pos uint64) int64 { return fs.devOffRun(runOf(m), pos) }
+func (fs *FS) devOff(m disk.Mapping, pos uint64) int64 { return fs.devOffRun(runOf(m), pos) }
 
 // clipRun returns the bytes of run r from file position pos, at most
 // max. Blocks are compared before shifting to bytes: a hole past the last
@@ -193,7 +194,7 @@ func (h *handle) read(p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if h.in.Flags&FlagInlineData != 0 {
+	if h.in.Flags&disk.FlagInlineData != 0 {
 		return h.fs.vol.ReadAt(h.in, nil, p, off)
 	}
 	done := 0
@@ -233,7 +234,7 @@ func (h *handle) ReadIter(dst iov.Iter, off int64) (n int, err error) {
 	if dst.Len() == 0 {
 		return 0, nil
 	}
-	if h.in.Flags&FlagInlineData != 0 {
+	if h.in.Flags&disk.FlagInlineData != 0 {
 		return h.readInlineIter(dst, off)
 	}
 	// dax, the whole read inside the cached run: one copy into the

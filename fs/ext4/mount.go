@@ -15,6 +15,7 @@ package ext4
 
 import (
 	"fmt"
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"strconv"
 	"strings"
 	"sync"
@@ -141,11 +142,11 @@ type mountOpts struct {
 	// used.
 	noload bool
 	// data is the data= mode; dataSet: it was given.
-	data    DataMode
+	data    disk.DataMode
 	dataSet bool
 	// errors is the errors= behaviour, ErrorsDefault when not given (the
 	// superblock's s_errors then decides).
-	errors ErrorBehavior
+	errors disk.ErrorBehavior
 	// csumSet: journal_checksum was given (an error without a
 	// journal); noJCsum: nojournal_checksum was given after any
 	// journal_checksum.
@@ -176,14 +177,14 @@ func parseOpts(data string) (mountOpts, error) {
 			o.bcache = n
 			continue
 		case "data":
-			m, ok := map[string]DataMode{"ordered": DataOrdered, "journal": DataJournal, "writeback": DataWriteback}[val]
+			m, ok := map[string]disk.DataMode{"ordered": disk.DataOrdered, "journal": disk.DataJournal, "writeback": disk.DataWriteback}[val]
 			if !ok {
 				return o, fmt.Errorf("ext4: bad data= mode %q: %w", val, syscall.EINVAL)
 			}
 			o.data, o.dataSet = m, true
 			continue
 		case "errors":
-			e, ok := map[string]ErrorBehavior{"continue": ErrorsContinue, "remount-ro": ErrorsRemountRO, "panic": ErrorsPanic}[val]
+			e, ok := map[string]disk.ErrorBehavior{"continue": disk.ErrorsContinue, "remount-ro": disk.ErrorsRemountRO, "panic": disk.ErrorsPanic}[val]
 			if !ok {
 				return o, fmt.Errorf("ext4: bad errors= behaviour %q: %w", val, syscall.EINVAL)
 			}
@@ -224,10 +225,10 @@ func parseOpts(data string) (mountOpts, error) {
 	}
 	// ext4_check_opt_consistency and __ext4_fill_super's checks that need
 	// no volume.
-	if o.data == DataJournal && o.delalloc {
+	if o.data == disk.DataJournal && o.delalloc {
 		return o, fmt.Errorf("ext4: can't mount with both data=journal and delalloc: %w", syscall.EINVAL)
 	}
-	if o.data == DataJournal && o.dax {
+	if o.data == disk.DataJournal && o.dax {
 		return o, fmt.Errorf("ext4: can't mount with both data=journal and dax: %w", syscall.EINVAL)
 	}
 	return o, nil
@@ -255,7 +256,7 @@ func (o mountOpts) checkJournalOpts(journal bool) error {
 // FS is a mounted ext2/3/4 volume. It implements vfs.FileSystem and
 // vfs.Shutdowner.
 type FS struct {
-	vol    *Volume
+	vol    *disk.Volume
 	b      *vfs.Backing // the source device, held open until Shutdown
 	dev    block.Device
 	bs     uint64
@@ -315,7 +316,7 @@ func mount(req vfs.MountRequest, logf func(string, ...any)) (vfs.FileSystem, err
 	}
 	fs, err := newFS(req.Source, b, opts, logf)
 	if err == nil {
-		if err = opts.checkJournalOpts(fs.vol.compat&compatHasJournal != 0 && !opts.noload); err != nil {
+		if err = opts.checkJournalOpts(fs.vol.HasJournal() && !opts.noload); err != nil {
 			fs.closeVolume()
 		}
 	}
@@ -338,8 +339,8 @@ func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)
 			return nil, err
 		}
 	}
-	var vdev Device = backingDevice{b: b, size: block.ReadEnd(dev)}
-	vopt := Options{Logf: logf}
+	var vdev disk.Device = backingDevice{b: b, size: block.ReadEnd(dev)}
+	vopt := disk.Options{Logf: logf}
 	switch {
 	case fs.mem != nil:
 		vdev = memDevice(fs.mem) // metadata straight from device memory
@@ -350,7 +351,7 @@ func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)
 		}
 		vopt.Cache, vopt.CacheDevice = block.NewCache(limit), dev
 	}
-	vol, err := Open(vdev, vopt)
+	vol, err := disk.Open(vdev, vopt)
 	if err != nil {
 		return nil, err
 	}
@@ -360,8 +361,8 @@ func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)
 		fs.bsBits++
 	}
 	switch {
-	case vol.meta != nil:
-		fs.lview = vol.meta // listings share the blocks' budget
+	case vol.MetaView() != nil:
+		fs.lview = vol.MetaView() // listings share the blocks' budget
 	case fs.mem != nil && opts.bcache != 0:
 		limit := opts.bcache
 		if limit < 0 {
@@ -405,7 +406,7 @@ func (fs *FS) Root() vfs.Node {
 }
 
 // Volume returns the volume the file system serves.
-func (fs *FS) Volume() *Volume { return fs.vol }
+func (fs *FS) Volume() *disk.Volume { return fs.vol }
 
 // DAX reports whether file data is copied from device memory.
 func (fs *FS) DAX() bool { return fs.dax != nil }
@@ -423,7 +424,7 @@ func (fs *FS) Shutdown() error {
 // closeVolume closes the volume and the listings' own cache view, if
 // they have one.
 func (fs *FS) closeVolume() {
-	if fs.lview != nil && fs.lview != fs.vol.meta {
+	if fs.lview != nil && fs.lview != fs.vol.MetaView() {
 		fs.lview.Close()
 	}
 	fs.vol.Close()
@@ -442,12 +443,12 @@ func (fs *FS) node(ino uint32) (vfs.Node, error) {
 		return nil, err
 	}
 	base := nodeBase{fs: fs, in: in}
-	switch in.Mode & S_IFMT {
-	case S_IFDIR:
+	switch in.Mode & disk.S_IFMT {
+	case disk.S_IFDIR:
 		n = &dirNode{nodeBase: base}
-	case S_IFREG:
+	case disk.S_IFREG:
 		n = &fileNode{base}
-	case S_IFLNK:
+	case disk.S_IFLNK:
 		n = &linkNode{base}
 	default:
 		n = &specialNode{base}

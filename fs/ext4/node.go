@@ -5,10 +5,9 @@ package ext4
 // an Opener, a symlink a Readlinker, a device or fifo only a Node).
 
 import (
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/iovfs/iovfs/vfs"
 )
@@ -16,7 +15,7 @@ import (
 // nodeBase is what every node has: its file system and parsed inode.
 type nodeBase struct {
 	fs *FS
-	in *Inode
+	in *disk.Inode
 }
 
 // Stat implements vfs.Node with the fields Linux's ext4_getattr fills:
@@ -39,7 +38,7 @@ func (n *nodeBase) Stat() (vfs.Stat, error) {
 	}, nil
 }
 
-func ts(t Timespec) time.Time { return time.Unix(t.Sec, t.Nsec) }
+func ts(t disk.Timespec) time.Time { return time.Unix(t.Sec, t.Nsec) }
 
 // Getxattr implements vfs.Xattrer.
 func (n *nodeBase) Getxattr(name string) ([]byte, error) {
@@ -58,7 +57,7 @@ type dirNode struct {
 	// changes (getdents asks for it in every listing).
 	up atomic.Pointer[dirNode]
 	// list is the parsed listing of a one-block directory (listcache.go).
-	list atomic.Pointer[dirList]
+	list atomic.Pointer[listing]
 }
 
 // Lookup implements vfs.Lookuper. ".." is the on-disk entry, which at
@@ -94,30 +93,8 @@ func (d *dirNode) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 		return nil
 	}
 	return d.fs.vol.ReadDirFrom(d.in, off, func(name []byte, ino uint32, ftype uint8, next int64) bool {
-		return fn(vfs.Dirent{Name: string(name), Ino: uint64(ino), Type: dtype(ftype), Off: next})
+		return fn(vfs.Dirent{Name: string(name), Ino: uint64(ino), Type: disk.DType(ftype), Off: next})
 	})
-}
-
-// dtype converts an EXT4_FT_* directory entry type to getdents' DT_*;
-// without the filetype feature it is DT_UNKNOWN, as in Linux.
-func dtype(ft uint8) uint8 {
-	switch ft {
-	case FTRegular:
-		return unix.DT_REG
-	case FTDir:
-		return unix.DT_DIR
-	case FTChrdev:
-		return unix.DT_CHR
-	case FTBlkdev:
-		return unix.DT_BLK
-	case FTFifo:
-		return unix.DT_FIFO
-	case FTSock:
-		return unix.DT_SOCK
-	case FTSymlink:
-		return unix.DT_LNK
-	}
-	return unix.DT_UNKNOWN
 }
 
 // linkNode is a symbolic link.

@@ -4,6 +4,7 @@ package ext4
 // view a dax mount takes (FS.mem), for callers that only pass them on
 // (the FUSE export's READ).
 
+import "github.com/iovfs/iovfs/fs/ext4/disk"
 import "syscall"
 
 // ReadDirect implements vfs.DirectReader: a view of the file's bytes from
@@ -16,7 +17,7 @@ func (h *handle) ReadDirect(off int64, n int) ([]byte, error) {
 		return nil, errEINVAL
 	}
 	mem := h.fs.mem
-	if mem == nil || h.in.Flags&FlagInlineData != 0 {
+	if mem == nil || h.in.Flags&disk.FlagInlineData != 0 {
 		return nil, syscall.EOPNOTSUPP
 	}
 	n = h.limit(off, n)

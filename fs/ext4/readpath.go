@@ -7,6 +7,7 @@ package ext4
 // Linux's new_sync_read does for ext4, which has only .read_iter.
 
 import (
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"github.com/iovfs/iovfs/iov"
 )
 
@@ -100,7 +101,7 @@ func (ih iomapHandle) ReadIter(dst iov.Iter, off int64) (int, error) {
 	if off < 0 {
 		return 0, errEINVAL
 	}
-	if h.in.Flags&FlagInlineData != 0 {
+	if h.in.Flags&disk.FlagInlineData != 0 {
 		return h.ReadIter(dst, off) // ext4 has no iomap path for inline data either
 	}
 	dst.Truncate(h.limit(off, dst.Len()))

@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"github.com/iovfs/iovfs/vfs"
 )
 
@@ -100,9 +100,9 @@ func fillVFS(t *testing.T, p *vfs.Proc) (steps []reserveStep, st unix.Statfs_t) 
 }
 
 // fillWriter is fillVFS on the Writer, acting for c.
-func fillWriter(t *testing.T, img []byte, c ext4.Caller, uid, gid uint32) ([]reserveStep, unix.Statfs_t) {
+func fillWriter(t *testing.T, img []byte, c disk.Caller, uid, gid uint32) ([]reserveStep, unix.Statfs_t) {
 	t.Helper()
-	w, err := ext4.OpenWriter(memWDevX(img), ext4.Options{})
+	w, err := disk.OpenWriter(memWDevX(img), disk.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestVFSRootReservedBlocks(t *testing.T) {
 			for i, g := range tc.groups {
 				groups[i] = uint32(g)
 			}
-			c := ext4.Caller{Uid: uint32(tc.uid), Gid: uint32(tc.gid), Groups: groups}
+			c := disk.Caller{Uid: uint32(tc.uid), Gid: uint32(tc.gid), Groups: groups}
 			want, wst := fillWriter(t, orig, c, uint32(tc.uid), uint32(tc.gid))
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("through the VFS as %d:%d%v:\n %v\nthe Writer acting for %+v:\n %v", tc.uid, tc.gid, tc.groups, got, c, want)

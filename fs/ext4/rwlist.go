@@ -19,7 +19,10 @@ package ext4
 // (the Writer reads no metadata through a buffer cache), which evicts
 // listings by 2Q CLOCK.
 
-import "github.com/iovfs/iovfs/block"
+import (
+	"github.com/iovfs/iovfs/block"
+	"github.com/iovfs/iovfs/fs/ext4/disk"
+)
 
 // startListings sets up the listings' budget: bcache bytes (-1: the
 // default for a device of devSize bytes; 0: none).
@@ -31,27 +34,25 @@ func (fs *rwFS) startListings(bcache, devSize int64) {
 		bcache = block.DefaultCacheLimit(devSize)
 	}
 	fs.lcache, fs.listed = block.NewCache(bcache), map[uint32]*rwDir{}
-	fs.w.mu.Lock()
-	fs.w.onDirChange = fs.dirChanged
-	fs.w.mu.Unlock()
+	fs.w.OnDirChange(fs.dirChanged)
 }
 
 // listDir makes d's listing from inode in, under w.mu (v is the Writer's
 // volume), or returns nil if d is listed from its blocks.
-func (fs *rwFS) listDir(d *rwDir, v *Volume, in *Inode) *dirList {
+func (fs *rwFS) listDir(d *rwDir, v *disk.Volume, in *disk.Inode, gen uint64) *listing {
 	fs.lists.misses.Add(1)
-	if fs.lcache == nil || in.Flags&FlagInlineData != 0 {
+	if fs.lcache == nil || in.Flags&disk.FlagInlineData != 0 {
 		return nil
 	}
-	l, err := v.parseList(in)
-	if err != nil || l.cost > fs.lcache.Limit() {
+	dl, err := v.ParseList(in)
+	if err != nil || dl.Cost() > fs.lcache.Limit() {
 		return nil // the block path reports the error
 	}
-	l.in, l.gen = in, fs.w.dirGen
-	if l.ent = fs.lcache.Charge(uint64(d.ino), l.cost, func() { fs.unlist(d, l) }); l.ent == nil {
+	l := &listing{l: dl, in: in, gen: gen}
+	if l.ent = fs.lcache.Charge(uint64(d.ino), dl.Cost(), func() { fs.unlist(d, l) }); l.ent == nil {
 		return nil
 	}
-	fs.lists.add(l.cost)
+	fs.lists.add(dl.Cost())
 	d.list.Store(l)
 	fs.listed[d.ino] = d
 	return l
@@ -59,13 +60,13 @@ func (fs *rwFS) listDir(d *rwDir, v *Volume, in *Inode) *dirList {
 
 // unlist is listing l's eviction callback, under w.mu (every Charge and
 // Uncharge of lcache is made under it).
-func (fs *rwFS) unlist(d *rwDir, l *dirList) {
+func (fs *rwFS) unlist(d *rwDir, l *listing) {
 	l.evicted.Store(true)
 	d.list.CompareAndSwap(l, nil)
 	if fs.listed[d.ino] == d {
 		delete(fs.listed, d.ino)
 	}
-	fs.lists.drop(l.cost)
+	fs.lists.drop(l.l.Cost())
 }
 
 // dirChanged is the Writer's onDirChange: it drops the listing of
@@ -96,12 +97,4 @@ func (fs *rwFS) ListingStats() ListingStats {
 		limit = fs.lcache.Limit()
 	}
 	return fs.lists.stats(limit)
-}
-
-// dirChanged tells the mount that directory ino changed (0: every
-// directory); mu is held.
-func (w *Writer) dirChanged(ino uint32) {
-	if w.onDirChange != nil {
-		w.onDirChange(ino)
-	}
 }

@@ -5,6 +5,7 @@ package ext4
 // whiteout renames on directories.
 
 import (
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -23,7 +24,7 @@ func (n *rwBase) Setxattr(name string, data []byte, flags int, c vfs.Cred) error
 	}
 	defer n.fs.unhold(n.ino)
 	cl := callerOf(c)
-	return n.fs.check("ext4_xattr_set", n.fs.w.setXattr(&cl, n.ino, name, data, flags))
+	return n.fs.check("ext4_xattr_set", n.fs.w.SetxattrAs(&cl, n.ino, name, data, flags))
 }
 
 // Removexattr implements vfs.XattrSetter, acting for c.
@@ -33,17 +34,17 @@ func (n *rwBase) Removexattr(name string, c vfs.Cred) error {
 	}
 	defer n.fs.unhold(n.ino)
 	cl := callerOf(c)
-	return n.fs.check("ext4_xattr_set", n.fs.w.setXattr(&cl, n.ino, name, nil, 2)) // XATTR_REPLACE, as __vfs_removexattr
+	return n.fs.check("ext4_xattr_set", n.fs.w.RemovexattrAs(&cl, n.ino, name))
 }
 
 // Mknod implements vfs.Mknoder: FIFOs, sockets and devices (a regular
 // file is Create's).
 func (d *rwDir) Mknod(name string, mode uint32, rdev uint64, c vfs.Cred) (vfs.Node, error) {
-	if mode&S_IFMT == S_IFREG || mode&S_IFMT == 0 {
+	if mode&disk.S_IFMT == disk.S_IFREG || mode&disk.S_IFMT == 0 {
 		return d.Create(name, mode, c)
 	}
 	cl := callerOf(c)
-	ino, err := d.fs.w.mknodAs(&cl, d.ino, name, mode, rdev, c.Uid, c.Gid)
+	ino, err := d.fs.w.MknodAs(&cl, d.ino, name, mode, rdev, c.Uid, c.Gid)
 	if err != nil {
 		return nil, d.fs.check("ext4_mknod", err)
 	}
@@ -60,5 +61,5 @@ func (d *rwDir) renameWhiteout(oldName string, nd *rwDir, newName string, flags 
 		return syscall.EEXIST
 	}
 	cl := callerOf(c)
-	return d.fs.w.renameWhiteoutAs(&cl, d.ino, oldName, nd.ino, newName, c.Uid, c.Gid)
+	return d.fs.w.RenameWhiteoutAs(&cl, d.ino, oldName, nd.ino, newName, c.Uid, c.Gid)
 }

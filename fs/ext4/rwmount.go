@@ -15,6 +15,7 @@ package ext4
 import (
 	"errors"
 	"fmt"
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -28,7 +29,7 @@ import (
 
 // rwFS is a read-write mounted volume.
 type rwFS struct {
-	w  *Writer
+	w  *disk.Writer
 	b  *vfs.Backing
 	bs uint64
 
@@ -96,9 +97,9 @@ func mountRW(req vfs.MountRequest, opts mountOpts, logf func(string, ...any)) (v
 			return nil, err
 		}
 	}
-	w, err := OpenWriter(backingWDevice{backingDevice{b: b, size: block.ReadEnd(dev)}}, Options{Logf: logf, NoLoad: opts.noload, NoJournalChecksum: opts.noJCsum})
+	w, err := disk.OpenWriter(backingWDevice{backingDevice{b: b, size: block.ReadEnd(dev)}}, disk.Options{Logf: logf, NoLoad: opts.noload, NoJournalChecksum: opts.noJCsum})
 	if err == nil {
-		if err = opts.checkJournalOpts(w.j != nil); err != nil {
+		if err = opts.checkJournalOpts(w.Journalled()); err != nil {
 			w.Close()
 		}
 	}
@@ -116,7 +117,7 @@ func mountRW(req vfs.MountRequest, opts mountOpts, logf func(string, ...any)) (v
 		w.UseDAX(da, mem)
 	}
 	w.StartCommitter()
-	fs := &rwFS{w: w, b: b, bs: uint64(w.v.bs), nodes: map[uint32]vfs.Node{}}
+	fs := &rwFS{w: w, b: b, bs: uint64(w.Volume().BlockSize()), nodes: map[uint32]vfs.Node{}}
 	w.OnRelease(fs.released) // rwopenpath.go
 	fs.startListings(opts.bcache, block.ReadEnd(dev))
 	return fs, nil
@@ -134,12 +135,12 @@ func (fs *rwFS) check(op string, err error) error {
 
 // Root implements vfs.FileSystem.
 func (fs *rwFS) Root() vfs.Node {
-	n, _ := fs.node(rootIno, S_IFDIR)
+	n, _ := fs.node(fs.w.Volume().Root(), disk.S_IFDIR)
 	return n
 }
 
 // Writer returns the Writer under the mount.
-func (fs *rwFS) Writer() *Writer { return fs.w }
+func (fs *rwFS) Writer() *disk.Writer { return fs.w }
 
 // Shutdown implements vfs.Shutdowner: it ends writing, flushes the device
 // and releases it.
@@ -167,8 +168,8 @@ func (fs *rwFS) Statfs() (unix.Statfs_t, error) {
 func (fs *rwFS) node(ino uint32, mode uint32) (vfs.Node, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	want := mode & S_IFMT
-	if want != S_IFDIR && want != S_IFREG && want != S_IFLNK {
+	want := mode & disk.S_IFMT
+	if want != disk.S_IFDIR && want != disk.S_IFREG && want != disk.S_IFLNK {
 		want = 0
 	}
 	if n := fs.nodes[ino]; n != nil && rwType(n) == want {
@@ -178,14 +179,14 @@ func (fs *rwFS) node(ino uint32, mode uint32) (vfs.Node, error) {
 	// or of another type: a new node for the inode.
 	var n vfs.Node
 	var b *rwBase
-	switch mode & S_IFMT {
-	case S_IFDIR:
+	switch mode & disk.S_IFMT {
+	case disk.S_IFDIR:
 		d := &rwDir{}
 		n, b = d, &d.rwBase
-	case S_IFREG:
+	case disk.S_IFREG:
 		f := &rwFile{}
 		n, b = f, &f.rwBase
-	case S_IFLNK:
+	case disk.S_IFLNK:
 		l := &rwLink{}
 		n, b = l, &l.rwBase
 	default:
@@ -202,11 +203,11 @@ func (fs *rwFS) node(ino uint32, mode uint32) (vfs.Node, error) {
 func rwType(n vfs.Node) uint32 {
 	switch n.(type) {
 	case *rwDir:
-		return S_IFDIR
+		return disk.S_IFDIR
 	case *rwFile:
-		return S_IFREG
+		return disk.S_IFREG
 	case *rwLink:
-		return S_IFLNK
+		return disk.S_IFLNK
 	}
 	return 0
 }
@@ -222,18 +223,7 @@ type rwBase struct {
 // Stat implements vfs.Node.
 func (n *rwBase) Stat() (vfs.Stat, error) {
 	var st vfs.Stat
-	err := n.fs.w.View(func(v *Volume) error {
-		if err := n.present(); err != nil {
-			return err
-		}
-		raw, err := n.fs.w.getInode(n.ino)
-		if err != nil {
-			return err
-		}
-		in, err := v.parseInode(n.ino, raw)
-		if err != nil {
-			return err
-		}
+	err := n.fs.w.ViewInode(n.ino, n.alive, func(v *disk.Volume, in *disk.Inode) error {
 		st = vfs.Stat{
 			Ino: uint64(in.Ino), Mode: in.Mode, Nlink: uint64(in.Nlink),
 			Uid: in.Uid, Gid: in.Gid, Rdev: in.Rdev, Size: int64(in.Size),
@@ -257,29 +247,29 @@ func (n *rwBase) Setattr(a vfs.SetAttr, c vfs.Cred) error {
 	w := n.fs.w
 	if a.Valid&vfs.SetSize != 0 {
 		cl := callerOf(c)
-		if err := w.truncateAs(&cl, n.ino, a.Size); err != nil {
+		if err := w.TruncateAs(&cl, n.ino, a.Size); err != nil {
 			return n.fs.check("ext4_setattr", err)
 		}
 	}
-	var x Attr
+	var x disk.Attr
 	if a.Valid&vfs.SetMode != 0 {
-		x.Valid |= AttrMode
+		x.Valid |= disk.AttrMode
 		x.Mode = a.Mode
 	}
 	if a.Valid&vfs.SetUid != 0 {
-		x.Valid |= AttrUid
+		x.Valid |= disk.AttrUid
 		x.Uid = a.Uid
 	}
 	if a.Valid&vfs.SetGid != 0 {
-		x.Valid |= AttrGid
+		x.Valid |= disk.AttrGid
 		x.Gid = a.Gid
 	}
 	if a.Valid&vfs.SetAtime != 0 {
-		x.Valid |= AttrAtime
+		x.Valid |= disk.AttrAtime
 		x.Atime = a.Atime
 	}
 	if a.Valid&vfs.SetMtime != 0 {
-		x.Valid |= AttrMtime
+		x.Valid |= disk.AttrMtime
 		x.Mtime = a.Mtime
 	}
 	if x.Valid == 0 && a.Valid&vfs.SetSize != 0 {
@@ -310,7 +300,7 @@ func (n *rwBase) Listxattr() ([]string, error) {
 
 type rwDir struct {
 	rwBase
-	list atomic.Pointer[dirList] // rwlist.go
+	list atomic.Pointer[listing] // rwlist.go
 	// dl is the VFS's lock of the directory (vfs.DirLocker); node keeps
 	// one rwDir per directory inode while it exists, so the lock is the
 	// directory's.
@@ -318,40 +308,14 @@ type rwDir struct {
 }
 
 // FileType implements vfs.FileTyper.
-func (*rwDir) FileType() uint32 { return S_IFDIR }
+func (*rwDir) FileType() uint32 { return disk.S_IFDIR }
 
 // DirLock implements vfs.DirLocker.
 func (d *rwDir) DirLock() *vfs.DirLock { return &d.dl }
 
 // Lookup implements vfs.Lookuper, through the Writer's name index.
 func (d *rwDir) Lookup(name string) (vfs.Node, error) {
-	var ino, mode uint32
-	w := d.fs.w
-	err := w.View(func(v *Volume) error {
-		if err := d.present(); err != nil {
-			return err
-		}
-		raw, err := w.getInode(d.ino)
-		if err != nil {
-			return err
-		}
-		if iLinks(raw) == 0 {
-			return syscall.ENOENT
-		}
-		e, ok, err := w.find(d.ino, raw, name)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return syscall.ENOENT
-		}
-		c, err := w.getInode(e.ino)
-		if err != nil {
-			return err
-		}
-		ino, mode = e.ino, iMode(c)
-		return nil
-	})
+	ino, mode, err := d.fs.w.Lookup(d.ino, name, d.alive)
 	if err != nil {
 		return nil, d.fs.check("ext4_lookup", err)
 	}
@@ -372,17 +336,13 @@ func (d *rwDir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 		l.read(off, fn)
 		return nil
 	}
-	return d.fs.check("ext4_readdir", d.fs.w.View(func(v *Volume) error {
-		in, err := v.Inode(d.ino)
-		if err != nil {
-			return err
-		}
-		if l := d.fs.listDir(d, v, in); l != nil {
+	return d.fs.check("ext4_readdir", d.fs.w.ViewDir(d.ino, func(v *disk.Volume, in *disk.Inode, gen uint64) error {
+		if l := d.fs.listDir(d, v, in, gen); l != nil {
 			l.read(off, fn)
 			return nil
 		}
 		return v.ReadDirFrom(in, off, func(name []byte, ino uint32, ft uint8, next int64) bool {
-			return fn(vfs.Dirent{Name: string(name), Ino: uint64(ino), Type: dtype(ft), Off: next})
+			return fn(vfs.Dirent{Name: string(name), Ino: uint64(ino), Type: disk.DType(ft), Off: next})
 		})
 	}))
 }
@@ -390,31 +350,31 @@ func (d *rwDir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 // Create implements vfs.Creator.
 func (d *rwDir) Create(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
 	cl := callerOf(c)
-	ino, err := d.fs.w.make(&cl, d.ino, name, S_IFREG|mode&07777, c.Uid, c.Gid, "")
+	ino, err := d.fs.w.CreateAs(&cl, d.ino, name, mode, c.Uid, c.Gid)
 	if err != nil {
 		return nil, d.fs.check("ext4_create", err)
 	}
-	return d.fs.node(ino, S_IFREG)
+	return d.fs.node(ino, disk.S_IFREG)
 }
 
 // Mkdir implements vfs.Mkdirer.
 func (d *rwDir) Mkdir(name string, mode uint32, c vfs.Cred) (vfs.Node, error) {
 	cl := callerOf(c)
-	ino, err := d.fs.w.make(&cl, d.ino, name, S_IFDIR|mode&07777, c.Uid, c.Gid, "")
+	ino, err := d.fs.w.MkdirAs(&cl, d.ino, name, mode, c.Uid, c.Gid)
 	if err != nil {
 		return nil, d.fs.check("ext4_mkdir", err)
 	}
-	return d.fs.node(ino, S_IFDIR)
+	return d.fs.node(ino, disk.S_IFDIR)
 }
 
 // Symlink implements vfs.Symlinker.
 func (d *rwDir) Symlink(name, target string, c vfs.Cred) (vfs.Node, error) {
 	cl := callerOf(c)
-	ino, err := d.fs.w.symlinkAs(&cl, d.ino, name, target, c.Uid, c.Gid)
+	ino, err := d.fs.w.SymlinkAs(&cl, d.ino, name, target, c.Uid, c.Gid)
 	if err != nil {
 		return nil, d.fs.check("ext4_symlink", err)
 	}
-	return d.fs.node(ino, S_IFLNK)
+	return d.fs.node(ino, disk.S_IFLNK)
 }
 
 func inoOf(n vfs.Node) (uint32, bool) {
@@ -442,23 +402,12 @@ func (d *rwDir) Link(name string, target vfs.Node, c vfs.Cred) error {
 	}
 	defer d.fs.unhold(ino)
 	cl := callerOf(c)
-	return d.fs.check("ext4_link", d.fs.w.linkAs(&cl, d.ino, name, ino))
+	return d.fs.check("ext4_link", d.fs.w.LinkAs(&cl, d.ino, name, ino))
 }
 
 // lookupIno is the inode name names in d, 0 if none.
 func (d *rwDir) lookupIno(name string) uint32 {
-	var ino uint32
-	d.fs.w.View(func(v *Volume) error {
-		raw, err := d.fs.w.getInode(d.ino)
-		if err != nil {
-			return err
-		}
-		e, ok, err := d.fs.w.find(d.ino, raw, name)
-		if ok && err == nil {
-			ino = e.ino
-		}
-		return nil
-	})
+	ino, _, _ := d.fs.w.Lookup(d.ino, name, nil)
 	return ino
 }
 
@@ -473,8 +422,8 @@ func (d *rwDir) Rmdir(name string, _ vfs.Cred) error {
 }
 
 // rename is a plain rename acting for c.
-func (d *rwDir) rename(c *Caller, oldName string, nd *rwDir, newName string) error {
-	return d.fs.check("ext4_rename", d.fs.w.renameAs(c, d.ino, oldName, nd.ino, newName))
+func (d *rwDir) rename(c *disk.Caller, oldName string, nd *rwDir, newName string) error {
+	return d.fs.check("ext4_rename", d.fs.w.RenameAs(c, d.ino, oldName, nd.ino, newName))
 }
 
 // Rename implements vfs.Renamer, flags 0, RENAME_NOREPLACE,
@@ -498,7 +447,7 @@ func (d *rwDir) Rename(oldName string, newDir vfs.Node, newName string, flags ui
 		}
 		return d.rename(&cl, oldName, nd, newName)
 	case unix.RENAME_EXCHANGE:
-		return d.fs.check("ext4_rename", d.fs.w.exchangeAs(&cl, d.ino, oldName, nd.ino, newName))
+		return d.fs.check("ext4_rename", d.fs.w.ExchangeAs(&cl, d.ino, oldName, nd.ino, newName))
 	case unix.RENAME_WHITEOUT, unix.RENAME_WHITEOUT | unix.RENAME_NOREPLACE:
 		return d.fs.check("ext4_rename", d.renameWhiteout(oldName, nd, newName, flags, c))
 	}
@@ -508,7 +457,7 @@ func (d *rwDir) Rename(oldName string, newDir vfs.Node, newName string, flags ui
 type rwLink struct{ rwBase }
 
 // FileType implements vfs.FileTyper.
-func (*rwLink) FileType() uint32 { return S_IFLNK }
+func (*rwLink) FileType() uint32 { return disk.S_IFLNK }
 
 // Readlink implements vfs.Readlinker.
 func (l *rwLink) Readlink() (string, error) {
@@ -516,28 +465,8 @@ func (l *rwLink) Readlink() (string, error) {
 		return "", err
 	}
 	defer l.fs.unhold(l.ino)
-	var s string
-	err := l.fs.w.View(func(v *Volume) error {
-		raw, err := l.fs.w.getInode(l.ino)
-		if err != nil {
-			return err
-		}
-		size := iSize(raw)
-		if iFlags(raw)&(FlagExtents|FlagInlineData) == 0 && !hasBlockMap(raw) {
-			s = string(raw[0x28 : 0x28+size])
-			return nil
-		}
-		return nil
-	})
-	if err != nil || s != "" {
-		return s, err
-	}
-	buf := make([]byte, 4096)
-	n, err := l.fs.w.ReadAt(l.ino, buf, 0)
-	if err != nil {
-		return "", err
-	}
-	return string(buf[:n]), nil
+	s, err := l.fs.w.Readlink(l.ino)
+	return s, l.fs.check("ext4_readlink", err)
 }
 
 type rwSpecial struct{ rwBase }
@@ -545,14 +474,14 @@ type rwSpecial struct{ rwBase }
 type rwFile struct{ rwBase }
 
 // FileType implements vfs.FileTyper.
-func (*rwFile) FileType() uint32 { return S_IFREG }
+func (*rwFile) FileType() uint32 { return disk.S_IFREG }
 
 // Open implements vfs.Opener: the handle holds the inode, so an unlink
 // while it is open keeps the blocks until Release. Its writes and appends
 // act for c, the opener (only a caller that may take the blocks reserved
 // for root gets them).
 func (f *rwFile) Open(flags int, c vfs.Cred) (vfs.Handle, error) {
-	f.fs.w.sampleLastMounted() // rwsuper.go
+	f.fs.w.SampleLastMounted() // rwsuper.go
 	if err := f.pin(); err != nil {
 		return nil, err
 	}
@@ -567,8 +496,8 @@ type rwHandle struct {
 	ino uint32
 	// as is who writes act for: &caller, the opener. Both are set at
 	// open and never change.
-	as     *Caller
-	caller Caller
+	as     *disk.Caller
+	caller disk.Caller
 }
 
 // Read implements vfs.Reader.
@@ -579,7 +508,7 @@ func (h *rwHandle) Read(p []byte, off int64) (int, error) {
 
 // Write implements vfs.Writer.
 func (h *rwHandle) Write(p []byte, off int64) (int, error) {
-	n, err := h.fs.w.writeAtAs(h.as, h.ino, p, off)
+	n, err := h.fs.w.WriteAtAs(h.as, h.ino, p, off)
 	return n, h.fs.check("ext4_file_write_iter", err)
 }
 
@@ -589,7 +518,7 @@ func (h *rwHandle) WriteIter(src iov.Iter, off int64) (int, error) {
 	done := 0
 	for src.Len() > 0 {
 		seg := src.Segment()
-		n, err := h.fs.w.writeAtAs(h.as, h.ino, seg, off+int64(done))
+		n, err := h.fs.w.WriteAtAs(h.as, h.ino, seg, off+int64(done))
 		done += n
 		if err != nil || n < len(seg) {
 			if done > 0 {
@@ -606,18 +535,18 @@ func (h *rwHandle) WriteIter(src iov.Iter, off int64) (int, error) {
 // caller's buffer, without a copy.
 func (h *rwHandle) Append(src iov.Iter) (int64, int, error) {
 	if seg := src.Segment(); len(seg) == src.Len() {
-		return h.fs.w.appendAs(h.as, h.ino, seg)
+		return h.fs.w.AppendAs(h.as, h.ino, seg)
 	}
 	p := make([]byte, src.Len())
 	src.CopyIn(p)
-	off, n, err := h.fs.w.appendAs(h.as, h.ino, p)
+	off, n, err := h.fs.w.AppendAs(h.as, h.ino, p)
 	return off, n, h.fs.check("ext4_file_write_iter", err)
 }
 
 // Fallocate implements vfs.Fallocater (rwfalloc.go), acting for c.
 func (h *rwHandle) Fallocate(mode uint32, off, length int64, c vfs.Cred) error {
 	cl := callerOf(c)
-	return h.fs.check("ext4_fallocate", h.fs.w.fallocateAs(&cl, h.ino, mode, off, length))
+	return h.fs.check("ext4_fallocate", h.fs.w.FallocateAs(&cl, h.ino, mode, off, length))
 }
 
 // Sync implements vfs.Syncer: it commits the running transaction (which

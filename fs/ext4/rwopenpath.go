@@ -56,14 +56,6 @@ func (n *rwBase) pin() error {
 // alive reports whether n's inode is still the one n was made for.
 func (n *rwBase) alive() bool { return !n.gone.Load() }
 
-// present is alive as an error, for calls made under the Writer's lock.
-func (n *rwBase) present() error {
-	if n.gone.Load() {
-		return syscall.ENOENT
-	}
-	return nil
-}
-
 // unhold ends a Hold of ino, freeing an orphan at the last one.
 func (fs *rwFS) unhold(ino uint32) error {
 	return fs.check("ext4_evict_inode", fs.w.Unhold(ino))

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 )
@@ -102,7 +103,7 @@ func TestCommitIntervalMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fsys.(vfs.Shutdowner).Shutdown()
-	w := fsys.(interface{ Writer() *ext4.Writer }).Writer()
+	w := fsys.(interface{ Writer() *disk.Writer }).Writer()
 	fd, err := p.Open("/mnt/f", unix.O_CREAT|unix.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -120,10 +121,10 @@ func TestCommitIntervalMount(t *testing.T) {
 		t.Fatalf("10 s after the write, %d blocks are still uncommitted", n)
 	}
 	crash := memWDevX(ramBytes(t, p, int(fileSize(t, img))))
-	if _, err := ext4.RecoverJournal(crash, ext4.Options{}); err != nil {
+	if _, err := disk.RecoverJournal(crash, disk.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := ext4.Open(memDev(crash), ext4.Options{})
+	v, err := disk.Open(memDev(crash), disk.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"github.com/iovfs/iovfs/internal/testenv"
 )
 
@@ -39,7 +39,7 @@ func orphanFileBlocks(t *testing.T, img []byte) map[int]bool {
 	if binary.LittleEndian.Uint32(img[1024+0x5C:])&0x1000 == 0 || ino == 0 {
 		return out
 	}
-	v, err := ext4.Open(memDev(img), ext4.Options{})
+	v, err := disk.Open(memDev(img), disk.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func orphanFileBlocks(t *testing.T, img []byte) map[int]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c ext4.ExtentCache
+	var c disk.ExtentCache
 	for l := uint64(0); l < in.Size/uint64(v.BlockSize()); {
 		m, err := v.MapBlocks(in, &c, l)
 		if err != nil {
@@ -134,7 +134,7 @@ func orphanImages(t *testing.T) map[string][]byte {
 			t.Fatal(err)
 		}
 		dev := memWDev{memDev(b)}
-		w, err := ext4.OpenWriter(dev, ext4.Options{})
+		w, err := disk.OpenWriter(dev, disk.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 )
 
 // hostLoopMount mounts img with mount(2) (flags, data) on a free host
@@ -157,7 +157,7 @@ func kernelDirtyImage(t *testing.T, seed uint64, args ...string) []byte {
 // journalBlocks returns the device blocks of img's journal (inode 8).
 func journalBlocks(t *testing.T, img []byte) (map[uint64]bool, int) {
 	t.Helper()
-	v, err := ext4.Open(memDev(img), ext4.Options{})
+	v, err := disk.Open(memDev(img), disk.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func journalBlocks(t *testing.T, img []byte) (map[uint64]bool, int) {
 	}
 	bs := int(v.BlockSize())
 	out := map[uint64]bool{}
-	var c ext4.ExtentCache
+	var c disk.ExtentCache
 	for l := uint64(0); l < in.Size/uint64(bs); {
 		m, err := v.MapBlocks(in, &c, l)
 		if err != nil {

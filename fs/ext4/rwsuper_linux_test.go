@@ -22,7 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"github.com/iovfs/iovfs/internal/testenv"
 )
 
@@ -98,7 +98,7 @@ func fsckPreen(t *testing.T, img []byte) string {
 func mountWarnings(t *testing.T, img []byte) string {
 	t.Helper()
 	var logs []string
-	w, err := ext4.OpenWriter(memWDevX(bytes.Clone(img)), ext4.Options{Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }})
+	w, err := disk.OpenWriter(memWDevX(bytes.Clone(img)), disk.Options{Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }})
 	if err != nil {
 		t.Fatal(err)
 	}

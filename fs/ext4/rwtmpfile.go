@@ -1,81 +1,18 @@
 package ext4
 
-// Unnamed files (O_TMPFILE, Linux's ext4_tmpfile): a regular file made
-// with no link and put on the orphan list at once, so that it is freed by
-// its last close (Unhold), or at the next mount after a crash, unless
-// linkAs names it first (nameTmpfile), which takes it off the list.
+// Unnamed files (O_TMPFILE): the Writer makes them (disk's tmpfileAs).
 
-import (
-	"syscall"
-
-	"github.com/iovfs/iovfs/vfs"
-)
+import "github.com/iovfs/iovfs/fs/ext4/disk"
+import "github.com/iovfs/iovfs/vfs"
 
 var _ vfs.Tmpfiler = (*rwDir)(nil)
 
 // Tmpfile implements vfs.Tmpfiler.
 func (d *rwDir) Tmpfile(mode uint32, linkable bool, c vfs.Cred) (vfs.Node, error) {
 	cl := callerOf(c)
-	ino, err := d.fs.w.tmpfileAs(&cl, d.ino, S_IFREG|mode&07777, c.Uid, c.Gid, linkable)
+	ino, err := d.fs.w.TmpfileAs(&cl, d.ino, disk.S_IFREG|mode&07777, c.Uid, c.Gid, linkable)
 	if err != nil {
 		return nil, d.fs.check("ext4_tmpfile", err)
 	}
-	return d.fs.node(ino, S_IFREG)
-}
-
-// tmpfileAs makes an unnamed regular file of mode near dir, owned by uid
-// and gid (a set-group-ID dir's group instead), acting for c.
-func (w *Writer) tmpfileAs(c *Caller, dir uint32, mode, uid, gid uint32, linkable bool) (uint32, error) {
-	if err := w.lockAs(c); err != nil {
-		return 0, err
-	}
-	defer w.unlock()
-	defer w.writeSuper()
-	draw, err := w.getInode(dir)
-	if err != nil {
-		return 0, err
-	}
-	mode, gid = inheritGroup(draw, mode, gid) // rwsgid.go
-	ino, err := w.allocInode(dir, false)
-	if err != nil {
-		return 0, err
-	}
-	raw := w.newInode(ino, mode, uid, gid, w.Now())
-	w.markNewInline(ino, mode) // rwinline.go
-	w.initMap(raw)
-	setILinks(raw, 0)
-	if err := w.orphanAdd(ino, raw); err != nil {
-		w.releaseInode(ino, raw, false)
-		return 0, err
-	}
-	if err := w.putInode(ino, raw); err != nil {
-		return 0, err
-	}
-	if w.orphan == nil {
-		w.orphan = map[uint32]bool{}
-	}
-	w.orphan[ino] = true
-	if linkable {
-		if w.linkable == nil {
-			w.linkable = map[uint32]bool{}
-		}
-		w.linkable[ino] = true
-	}
-	return ino, nil
-}
-
-// nameTmpfile lets linkAs give ino, which has no link, its first name: an
-// unnamed file made linkable leaves the orphan list (once: Linux clears
-// I_LINKABLE at the first link); any other file with no link gives
-// ENOENT (vfs_link).
-func (w *Writer) nameTmpfile(ino uint32, raw []byte) error {
-	if !w.linkable[ino] {
-		return syscall.ENOENT
-	}
-	if err := w.orphanDel(ino, raw); err != nil {
-		return err
-	}
-	delete(w.linkable, ino)
-	delete(w.orphan, ino)
-	return nil
+	return d.fs.node(ino, disk.S_IFREG)
 }

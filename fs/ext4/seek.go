@@ -1,6 +1,7 @@
 package ext4
 
 import (
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"golang.org/x/sys/unix"
 
 	"github.com/iovfs/iovfs/vfs"
@@ -27,15 +28,8 @@ func (h *handle) Llseek(pos, off int64, whence int) (int64, error) {
 // (under the Writer's lock).
 func (h *rwHandle) Llseek(pos, off int64, whence int) (int64, error) {
 	var n int64
-	err := h.fs.w.View(func(v *Volume) error {
-		raw, err := h.fs.w.getInode(h.ino)
-		if err != nil {
-			return err
-		}
-		in, err := v.parseInode(h.ino, raw)
-		if err != nil {
-			return err
-		}
+	err := h.fs.w.ViewInode(h.ino, nil, func(v *disk.Volume, in *disk.Inode) error {
+		var err error
 		n, err = seekIn(v, in, pos, off, whence)
 		return err
 	})
@@ -43,7 +37,7 @@ func (h *rwHandle) Llseek(pos, off int64, whence int) (int64, error) {
 }
 
 // seekIn is Llseek for inode in of v at file position pos.
-func seekIn(v *Volume, in *Inode, pos, off int64, whence int) (int64, error) {
+func seekIn(v *disk.Volume, in *disk.Inode, pos, off int64, whence int) (int64, error) {
 	size := int64(in.Size)
 	switch whence {
 	case unix.SEEK_SET:
@@ -56,11 +50,11 @@ func seekIn(v *Volume, in *Inode, pos, off int64, whence int) (int64, error) {
 		if _, err := vfs.SeekInFile(size, off, whence); err != nil {
 			return 0, err // ENXIO at a negative offset or at or past the end
 		}
-		if in.Flags&FlagInlineData != 0 {
+		if in.Flags&disk.FlagInlineData != 0 {
 			// ext4_iomap_begin_report: one inline range [0, n), n the
 			// inline size cut at i_size, and ENOENT for an offset at or
 			// past n, where a truncate made i_size larger.
-			data, err := v.inlineData(in)
+			data, err := v.InlineData(in)
 			if err != nil {
 				return 0, err
 			}
@@ -75,7 +69,7 @@ func seekIn(v *Volume, in *Inode, pos, off int64, whence int) (int64, error) {
 			}
 			return size, nil
 		}
-		return seekData(v, in, off, size, whence == unix.SEEK_DATA)
+		return v.SeekData(in, off, size, whence == unix.SEEK_DATA)
 	default:
 		return 0, errEINVAL
 	}
@@ -83,29 +77,4 @@ func seekIn(v *Volume, in *Inode, pos, off int64, whence int) (int64, error) {
 		return 0, errEINVAL
 	}
 	return pos, nil
-}
-
-// seekData returns the first offset at or after off, below size, that is
-// data (wantData) or a hole, walking in's block map run by run; size when
-// looking for a hole finds none, ENXIO when looking for data.
-func seekData(v *Volume, in *Inode, off, size int64, wantData bool) (int64, error) {
-	bits := v.bsBits
-	for lblk := uint64(off) >> bits; int64(lblk<<bits) < size; {
-		m, err := v.MapBlocks(in, nil, lblk)
-		if err != nil {
-			return 0, err
-		}
-		if data := !m.Hole && !m.Unwritten; data == wantData {
-			return max(off, int64(lblk<<bits)), nil
-		}
-		next := m.Logical + m.Len
-		if next <= lblk { // a mapping always covers lblk; never loop on a bad one
-			return 0, unix.EIO
-		}
-		lblk = next
-	}
-	if wantData {
-		return 0, unix.ENXIO
-	}
-	return size, nil
 }

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iovfs/iovfs"
-	"github.com/iovfs/iovfs/fs/ext4"
+	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 )
 
@@ -115,9 +115,9 @@ func TestVFSCorpus(t *testing.T) {
 	}
 }
 
-// corpusImage decompresses dir's image (loadCorpusImage without a size
+// corpusImage decompresses dir's image (testenv.LoadCorpusImage without a size
 // hint).
-func corpusImage(dir string) ([]byte, error) { return ext4.LoadCorpusImage(dir, 0) }
+func corpusImage(dir string) ([]byte, error) { return testenv.LoadCorpusImage(dir, 0) }
 
 type corpusWalk struct {
 	seen           map[uint64]bool

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"bytes"
 	"compress/bzip2"
 	"compress/gzip"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"testing"
 )
 
 // OpenCorpusImage opens the image of one e2fsprogs test directory (its
@@ -83,4 +85,66 @@ func (t *toolReader) Close() error {
 		return fmt.Errorf("%s: %s: %w", t.path, filepath.Base(t.cmd.Path), err)
 	}
 	return nil
+}
+
+// maxImage bounds a decompressed corpus image (the largest is 140 MiB).
+const maxImage = 256 << 20
+
+// LoadCorpusImage decompresses dir's image into a buffer of the size
+// INDEX.tsv gives (hint), so the peak heap is the image and little more;
+// without a hint (0), into a growing buffer of at most 256 MiB.
+func LoadCorpusImage(dir string, hint int) ([]byte, error) {
+	r, err := OpenCorpusImage(dir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := readImage(r, hint)
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return b, nil
+}
+
+// readImage reads all of r into a buffer of hint bytes, failing if r
+// holds more; without a hint (0), into a growing buffer of at most
+// maxImage bytes.
+func readImage(r io.Reader, hint int) ([]byte, error) {
+	if hint <= 0 || hint > maxImage {
+		b, err := io.ReadAll(io.LimitReader(r, maxImage+1))
+		if len(b) > maxImage {
+			return nil, fmt.Errorf("image over %d bytes", maxImage)
+		}
+		return b, err
+	}
+	buf := make([]byte, hint+1)
+	n, err := io.ReadFull(r, buf)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return nil, err
+	}
+	if n > hint {
+		return nil, fmt.Errorf("image over %d bytes", hint)
+	}
+	return buf[:n], nil
+}
+
+// SetDirHash sets an ext2/3/4 image's default directory hash (half_md4,
+// tea, legacy; "" leaves it) and, with unsigned, the unsigned-hash flag,
+// with debugfs.
+func SetDirHash(t testing.TB, img, hash string, unsigned bool) {
+	t.Helper()
+	var ssv []string
+	if hash != "" {
+		ssv = append(ssv, "ssv def_hash_version "+hash)
+	}
+	if unsigned {
+		ssv = append(ssv, "ssv flags 2")
+	}
+	for _, c := range ssv {
+		if out, err := exec.Command("debugfs", "-w", "-R", c, img).CombinedOutput(); err != nil || bytes.Contains(out, []byte("nvalid")) {
+			t.Fatalf("debugfs %s: %v\n%s", c, err, out)
+		}
+	}
 }

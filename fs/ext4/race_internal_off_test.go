@@ -1,5 +1,0 @@
-//go:build !race
-
-package ext4
-
-const raceDetector = false

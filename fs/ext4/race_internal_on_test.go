@@ -1,7 +1,0 @@
-//go:build race
-
-package ext4
-
-// raceDetector is whether the internal tests run under -race, which makes
-// walks 5-10x slower (and more on a loaded machine): hang guards widen.
-const raceDetector = true

@@ -1,6 +1,0 @@
-//go:build race
-
-package ext4
-
-// rwRace sizes the Writer differential loops under -race.
-const rwRace = true
