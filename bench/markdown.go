@@ -47,7 +47,7 @@ func WriteMarkdown(w io.Writer, results []*Result, run MarkdownRun) error {
 	}
 	for _, res := range results {
 		e := res.Experiment
-		p("\n## %s\n\n%s.\n\n", e.Name, upperFirst(e.Summary))
+		p("\n## %s\n\n%s.\n\n", e.Name, e.Summary)
 		pr := res.Params
 		what := fmt.Sprintf("%d %s of %d B", pr.Ops, e.Unit, pr.Size)
 		if e.Describe != nil {
@@ -100,11 +100,4 @@ func WriteMarkdown(w io.Writer, results []*Result, run MarkdownRun) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }

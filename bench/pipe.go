@@ -1,6 +1,6 @@
 package bench
 
-// The pipe experiment (issue 10): an iovfs pipe between two goroutines
+// The pipe experiment: an iovfs pipe between two goroutines
 // against a host pipe (os.Pipe), Go's io.Pipe and a buffered channel of
 // []byte, for throughput (64 KiB writes and reads) and for the latency of
 // a 1-byte ping-pong. Each variant keeps a peer goroutine for its whole

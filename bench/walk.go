@@ -1,6 +1,6 @@
 package bench
 
-// The walk experiment (issue 16): the metadata path. A tree is walked
+// The walk experiment: the metadata path. A tree is walked
 // through the API: open each directory, getdents until empty, lstat every
 // entry by its full path, and descend into the subdirectories. The image
 // is made with mke2fs -b 1024 -d from one of two trees: "flat", one
@@ -60,7 +60,7 @@ var walkExperiment = &Experiment{
 		{Name: "iovfs-cold", Doc: "iovfs: mount, walk, unmount", Setup: walkVFS("", true)},
 		{Name: "dax-warm", Doc: "iovfs ext4 mounted with dax (metadata from device memory), dentry cache on, walked before", Setup: walkVFS("dax", false)},
 		{Name: "dax-cold", Doc: "iovfs dax: mount, walk, unmount", Setup: walkVFS("dax", true)},
-		{Name: "nocache-warm", Doc: "iovfs with bcache=0 and the dentry cache off (the code before issue 16), walked before", Setup: walkVFS("bcache=0", false)},
+		{Name: "nocache-warm", Doc: "iovfs with bcache=0 and the dentry cache off (no buffer cache, no dentry cache, no listings), walked before", Setup: walkVFS("bcache=0", false)},
 		{Name: "nocache-cold", Doc: "iovfs, no caches: mount, walk, unmount", Setup: walkVFS("bcache=0", true)},
 	},
 	Report: walkReport,

@@ -46,7 +46,7 @@ var zeroExperiment = &Experiment{
 		"  so the same fixed overhead per read is a larger fraction here: read the ratio and the difference.",
 	Reference: []Reference{
 		{Label: "before the revert: read() as a one-segment readv", Variant: "iter-wrap", NsPerOp: 282},
-		{Label: "after the revert and #15603: a plain read()", Variant: "read", NsPerOp: 227},
+		{Label: "after the revert and NuttX pull request 15603: a plain read()", Variant: "read", NsPerOp: 227},
 	},
 }
 

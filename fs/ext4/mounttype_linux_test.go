@@ -84,8 +84,8 @@ func TestMountTypeKernel(t *testing.T) {
 			for _, ro := range []bool{true, false} {
 				if im.name == "ext3-dirty" && ro && typ != "ext2" {
 					// The kernel replays the journal of a read-only mount,
-					// which a read-only loop device refuses (EROFS);
-					// read-only replay is another part of issue 15.
+					// which a read-only loop device refuses (EROFS):
+					// TestReadOnlyMountReplay covers that replay.
 					continue
 				}
 				img := filepath.Join(dir, im.name+".img")

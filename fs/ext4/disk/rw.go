@@ -1,6 +1,6 @@
 package disk
 
-// Read-write support (issue 15): a Writer changes a volume in place. Every
+// Read-write support: a Writer changes a volume in place. Every
 // operation leaves the structures e2fsck checks consistent (bitmaps,
 // group descriptor and superblock free counts, link counts, sizes,
 // i_blocks and every metadata_csum checksum) and is one jbd2 transaction
