@@ -51,7 +51,7 @@ func (c *creds) access(loc location, mode uint32) error {
 	if err != nil {
 		return err
 	}
-	if err := c.permissionAttrs(loc.mnt, m, uid, gid, int(mode)); err != nil {
+	if err := c.permissionAttrs(loc.mnt, loc.node, m, uid, gid, int(mode)); err != nil {
 		return err
 	}
 	typ := m & unix.S_IFMT

@@ -52,6 +52,14 @@ func (c *creds) killPriv(st Stat, a SetAttr) SetAttr {
 	return a
 }
 
+// killCapsStat removes the capability xattr of n, whose Stat is st, if
+// it may have one (PermKillPriv).
+func killCapsStat(n Node, st *Stat, c *creds) {
+	if statPerm(n, st)&PermKillPriv != 0 {
+		killCaps(n, c)
+	}
+}
+
 // Chmod sets the permission bits of the file at path, following symlinks,
 // as chmod(2) does. Bits outside 07777 are ignored.
 func (p *Proc) Chmod(path string, mode uint32) error {
@@ -100,14 +108,23 @@ func (p *Proc) chmodLoc(loc location, mode uint32) error {
 		return err
 	}
 	c := p.cred.Load()
-	if !c.ownerOrCapable(st.Uid) {
+	if mayNotSetattr(loc.node, &st) || !c.ownerOrCapable(st.Uid) {
 		return errEPERM
 	}
 	mode &= 0o7777
 	if !c.inGroupOrCapable(st.Gid) {
 		mode &^= unix.S_ISGID
 	}
-	return setattr(loc.node, SetAttr{Valid: SetMode, Mode: mode}, c)
+	if err := setattr(loc.node, SetAttr{Valid: SetMode, Mode: mode}, c); err != nil {
+		return err
+	}
+	return chmodACL(loc.node, mode, c)
+}
+
+// mayNotSetattr is may_setattr's rule for changes of mode, owner and
+// explicit times: none on an immutable or append-only file.
+func mayNotSetattr(n Node, st *Stat) bool {
+	return statPerm(n, st)&(PermImmutable|PermAppend) != 0
 }
 
 // Chown sets the owner and group of the file at path, following symlinks,
@@ -185,6 +202,9 @@ func (p *Proc) chownLoc(loc location, uid, gid int) error {
 		return err
 	}
 	c := p.cred.Load()
+	if mayNotSetattr(loc.node, &st) {
+		return errEPERM
+	}
 	mode := st.Mode
 	if !st.IsDir() {
 		// ATTR_KILL_SUID, and setattr_should_drop_sgid.
@@ -216,6 +236,9 @@ func (p *Proc) chownLoc(loc location, uid, gid int) error {
 	if a.Valid == 0 {
 		// ATTR_CTIME alone: the change time still moves.
 		a.Valid, a.Uid = SetUid, st.Uid
+	}
+	if !st.IsDir() {
+		killCapsStat(loc.node, &st, c) // chown_common: ATTR_KILL_PRIV
 	}
 	return setattr(loc.node, a, c)
 }
@@ -303,11 +326,14 @@ func (p *Proc) utimesLoc(loc location, ts []unix.Timespec) error {
 		return err
 	}
 	c := p.cred.Load()
+	if perm := statPerm(loc.node, &st); perm&PermImmutable != 0 || ts != nil && perm&PermAppend != 0 {
+		return errEPERM // may_setattr
+	}
 	if !c.ownerOrCapable(st.Uid) {
 		if ts != nil {
 			return errEPERM // ATTR_TIMES_SET: setattr_prepare
 		}
-		if err := c.permissionAttrs(loc.mnt, st.Mode, st.Uid, st.Gid, MayWrite); err != nil {
+		if err := c.permissionStat(loc, &st, MayWrite); err != nil {
 			return err // ATTR_TOUCH: notify_change
 		}
 	}
@@ -363,12 +389,16 @@ func (p *Proc) truncateLoc(loc location, size int64) error {
 	// mnt_want_write (EROFS of a read-only bind mount), as Linux 6.18
 	// orders them (measured).
 	c := p.cred.Load()
-	if err := c.permissionAttrs(loc.mnt, st.Mode, st.Uid, st.Gid, MayWrite); err != nil {
+	if err := c.permissionStat(loc, &st, MayWrite); err != nil {
 		return err
 	}
 	if loc.readonly() {
 		return unix.EROFS
 	}
+	if statPerm(loc.node, &st)&PermAppend != 0 {
+		return errEPERM // vfs_truncate: IS_APPEND
+	}
+	killCapsStat(loc.node, &st, c)
 	return setattr(loc.node, c.killPriv(st, SetAttr{Valid: SetSize, Size: size}), c)
 }
 
@@ -390,9 +420,13 @@ func (p *Proc) Ftruncate(fd int, size int64) error {
 	if !st.IsRegular() || f.mode&fmWrite == 0 {
 		return errEINVAL
 	}
+	if statPerm(loc.node, &st)&PermAppend != 0 {
+		return errEPERM // do_ftruncate: IS_APPEND
+	}
 	if loc.readonly() {
 		return unix.EROFS
 	}
 	c := p.cred.Load()
+	killCapsStat(loc.node, &st, c)
 	return setattr(loc.node, c.killPriv(st, SetAttr{Valid: SetSize | SetMtime, Size: size, Mtime: time.Now()}), c)
 }

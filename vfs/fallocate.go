@@ -65,6 +65,13 @@ func (p *Proc) Fallocate(fd int, mode uint32, off, length int64) error {
 	if err != nil {
 		return err
 	}
+	perm := statPerm(f.node, &st)
+	if mode&^unix.FALLOC_FL_KEEP_SIZE != 0 && perm&PermAppend != 0 {
+		return errEPERM // only a plain allocation on an append-only file
+	}
+	if perm&PermImmutable != 0 {
+		return errEPERM
+	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFIFO:
 		return errESPIPE
@@ -80,6 +87,11 @@ func (p *Proc) Fallocate(fd int, mode uint32, off, length int64) error {
 	fa, ok := f.h.(Fallocater)
 	if !ok {
 		return errEOPNOTSUP
+	}
+	// file_modified: the set-ID bits and a capability xattr go, as for a
+	// write.
+	if st.IsRegular() {
+		p.removePrivs(f)
 	}
 	return fa.Fallocate(mode, off, length, p.cred.Load().fsCred())
 }

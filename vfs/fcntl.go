@@ -100,6 +100,12 @@ func (p *Proc) Fcntl(fd, cmd, arg int) (int, error) {
 // word; the last one wins, as with Linux's f_lock.
 func (f *file) setfl(p *Proc, arg int) error {
 	old := int(f.flags.Load())
+	if (arg^old)&unix.O_APPEND != 0 {
+		// setfl: O_APPEND stays on an append-only file.
+		if mode, _, _, err := nodeAttrs(f.node); err == nil && mode&PermAppend != 0 {
+			return unix.EPERM
+		}
+	}
 	if arg&unix.O_NOATIME != 0 && old&unix.O_NOATIME == 0 {
 		// O_NOATIME only for the file's owner or CAP_FOWNER.
 		st, err := f.stat()

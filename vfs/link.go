@@ -80,6 +80,9 @@ func (p *Proc) linkIn(c *creds, old, dir location, name string, trailing bool) e
 	if err := c.mayCreate(dir, dl); err != nil {
 		return err
 	}
+	if mode, _, _, err := nodeAttrs(old.node); err == nil && mode&(PermAppend|PermImmutable) != 0 {
+		return unix.EPERM // vfs_link: no link to an append-only or immutable file
+	}
 	if isDir(old.node) {
 		return unix.EPERM
 	}
@@ -105,7 +108,7 @@ func (c *creds) mayLinkat(old location) error {
 	}
 	safe := mode&unix.S_IFMT == unix.S_IFREG && mode&unix.S_ISUID == 0 &&
 		mode&(unix.S_ISGID|unix.S_IXGRP) != unix.S_ISGID|unix.S_IXGRP &&
-		c.permissionAttrs(old.mnt, mode, uid, gid, MayRead|MayWrite) == nil
+		c.permissionAttrs(old.mnt, old.node, mode, uid, gid, MayRead|MayWrite) == nil
 	if !safe {
 		return errEPERM
 	}

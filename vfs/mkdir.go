@@ -36,9 +36,13 @@ func (p *Proc) mkdirIn(dir location, name string, perm uint32) error {
 	if !ok {
 		return unix.EPERM
 	}
-	defer p.ns.dcache.invalidate(dir.node, name).done()
 	// vfs_prepare_mode: mkdir keeps only the permission and sticky bits.
-	_, err = m.Mkdir(name, perm&(0o777|unix.S_ISVTX)&^p.umask.Load(), c.fsCred())
+	mode, fc, err := p.createMode(c, dir.node, unix.S_IFDIR, perm&(0o777|unix.S_ISVTX))
+	if err != nil {
+		return err
+	}
+	defer p.ns.dcache.invalidate(dir.node, name).done()
+	_, err = m.Mkdir(name, mode, fc)
 	return err
 }
 

@@ -59,11 +59,14 @@ func (p *Proc) mknodIn(dir location, name string, trailing bool, mode uint32, de
 	if (typ == unix.S_IFBLK || typ == unix.S_IFCHR && dev != 0) && !c.capable() {
 		return unix.EPERM // CAP_MKNOD; a whiteout (0:0) needs none
 	}
-	perm := c.stripSgid(dir.node, typ|mode&0o7777) & 0o7777 &^ p.umask.Load()
+	perm, fc, err := p.createMode(c, dir.node, typ, c.stripSgid(dir.node, typ|mode&0o7777)&0o7777)
+	if err != nil {
+		return err
+	}
 	defer p.ns.dcache.invalidate(dir.node, name).done()
 	if typ == unix.S_IFREG {
 		if cr, ok := dir.node.(Creator); ok {
-			_, err := cr.Create(name, perm, c.fsCred())
+			_, err := cr.Create(name, perm, fc)
 			return err
 		}
 	}
@@ -74,7 +77,7 @@ func (p *Proc) mknodIn(dir location, name string, trailing bool, mode uint32, de
 	if typ != unix.S_IFCHR && typ != unix.S_IFBLK {
 		dev = 0
 	}
-	_, err = m.Mknod(name, typ|perm, dev, c.fsCred())
+	_, err = m.Mknod(name, typ|perm, dev, fc)
 	return err
 }
 

@@ -206,9 +206,12 @@ func (p *Proc) openCreate(w *walker, dir location, name string, flags int, perm 
 	if !ok {
 		return location{}, false, nil, "", unix.EPERM
 	}
-	mode := c.stripSgid(dir.node, unix.S_IFREG|perm&0o7777) & 0o7777 &^ p.umask.Load()
+	mode, fc, err := p.createMode(c, dir.node, unix.S_IFREG, c.stripSgid(dir.node, unix.S_IFREG|perm&0o7777)&0o7777)
+	if err != nil {
+		return location{}, false, nil, "", err
+	}
 	ch := p.ns.dcache.invalidate(dir.node, name)
-	n, err := cr.Create(name, mode, c.fsCred())
+	n, err := cr.Create(name, mode, fc)
 	ch.done()
 	if err != nil {
 		return location{}, false, nil, "", err
@@ -243,6 +246,11 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 		loc.mnt.openFiles.Add(1)
 		return f, nil
 	}
+	exec := flags&OpenExec != 0
+	flags &^= OpenExec
+	if exec {
+		flags &^= unix.O_ACCMODE | unix.O_TRUNC // open_exec: O_RDONLY
+	}
 	acc := flags & unix.O_ACCMODE
 	writes := acc == unix.O_WRONLY || acc == unix.O_RDWR
 	typ := st.Mode & unix.S_IFMT
@@ -252,7 +260,9 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 		return nil, unix.EROFS // do_open's mnt_want_write for O_TRUNC
 	}
 	mask := 0
-	if !created {
+	if exec {
+		mask = MayExec // open_exec's acc_mode: exec needs x, not r
+	} else if !created {
 		mask = accMask[acc]
 		if flags&unix.O_TRUNC != 0 {
 			mask |= MayWrite
@@ -261,11 +271,18 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 	if st.IsDir() && mask&MayWrite != 0 { // may_open: MAY_WRITE on a directory
 		return nil, errEISDIR
 	}
+	if exec && typ != unix.S_IFREG {
+		return nil, errEACCES // may_open: MAY_EXEC on a directory or special file; do_open_execat
+	}
 	c := p.cred.Load()
+	perm := st.Mode | statPerm(loc.node, &st)
 	if mask != 0 {
-		if err := c.permissionAttrs(loc.mnt, st.Mode, st.Uid, st.Gid, mask); err != nil {
+		if err := c.permissionAttrs(loc.mnt, loc.node, perm, st.Uid, st.Gid, mask); err != nil {
 			return nil, err
 		}
+	}
+	if perm&PermAppend != 0 && (writes && flags&unix.O_APPEND == 0 || flags&unix.O_TRUNC != 0) {
+		return nil, errEPERM // may_open: an append-only file opens for appending
 	}
 	if flags&unix.O_NOATIME != 0 && !c.ownerOrCapable(st.Uid) {
 		return nil, errEPERM
@@ -299,6 +316,7 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 	if trunc {
 		// Linux truncates in the VFS (handle_truncate), after the checks
 		// above; a caller without CAP_FSETID loses the set-ID bits.
+		killCapsStat(loc.node, &st, c)
 		if err := setattr(loc.node, c.killPriv(st, SetAttr{Valid: SetSize | SetMtime, Size: 0, Mtime: time.Now()}), c); err != nil {
 			if r, ok := h.(Releaser); ok {
 				r.Release()
@@ -320,6 +338,14 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 	loc.mnt.openFiles.Add(1)
 	return f, nil
 }
+
+// OpenExec is Linux's __FMODE_EXEC as an open flag: the open of a file
+// to execute it (open_exec), which needs execute permission instead of
+// read permission and a regular file (EACCES otherwise), and opens it
+// for reading. open(2) cannot pass it (Linux drops the bit); Open,
+// Openat and Reopen take it, for a server that executes files for
+// others (the FUSE export's OPEN with FMODE_EXEC).
+const OpenExec = 0x20
 
 // accMask is ACC_MODE: the permission each access mode needs (mode 3, which
 // Linux accepts, needs both).

@@ -250,6 +250,12 @@ type Cred struct {
 	// checks with capable(), such as CAP_SYS_RESOURCE: in iovfs's model,
 	// whether its effective uid is 0.
 	Capable bool
+	// ACL is set only for a call that creates a node (Create, Mkdir,
+	// Mknod, Tmpfile) in a directory with a default ACL: the ACLs the
+	// node inherits (posix_acl_create), which an ACLer stores with the
+	// node as it makes it, before anything can look it up. The mode the
+	// call passes has them applied already, and no umask. nil otherwise.
+	ACL *InheritedACL
 }
 
 // A DirLocker is a directory that carries the lock the VFS takes for it
@@ -411,13 +417,67 @@ type Setattrer interface {
 }
 
 // PermAttrer is a node that reports the attributes permission checks
-// need, its mode (type and permission bits), owner and group, without the
-// cost of a full Stat. The path walk of an unprivileged process asks for
-// them on every directory it passes; a node without PermAttrs is asked
-// for its Stat instead. PermAttrs must be safe to call concurrently with
+// need, its mode (type and permission bits, and the Perm* state bits
+// below), owner and group, without the cost of a full Stat. The path walk
+// of an unprivileged process asks for them on every directory it passes,
+// and every write of a regular file for its set-ID and Perm bits; a node
+// without PermAttrs is asked for its Stat instead (whose Attributes give
+// the immutable and append-only bits, and which counts as PermACL when
+// the node is an ACLer). PermAttrs must be safe to call concurrently with
 // any other method and must not block.
 type PermAttrer interface {
 	PermAttrs() (mode, uid, gid uint32)
+}
+
+// Bits of PermAttrs' mode above the type and permission bits: the inode
+// state that Linux's permission checks read from the inode (i_flags,
+// i_acl) without a call into the file system. Stat's Mode never has them.
+const (
+	// PermImmutable is FS_IMMUTABLE_FL (IS_IMMUTABLE): no write, no
+	// attribute or name change, no link, by anyone.
+	PermImmutable = 1 << 31
+	// PermAppend is FS_APPEND_FL (IS_APPEND): writes only at the end, no
+	// truncation, no attribute or name change.
+	PermAppend = 1 << 30
+	// PermACL says the node has an access ACL, or may have one that is
+	// not cached yet (Linux's ACL_NOT_CACHED): a permission check that the
+	// ACL could decide asks the node's ACLer. Without it the mode decides,
+	// at no cost.
+	PermACL = 1 << 29
+	// PermKillPriv says the node has a security.capability xattr, or may
+	// have one (Linux clears S_NOSEC): a write, truncation, fallocate or
+	// chown removes it (file_remove_privs).
+	PermKillPriv = 1 << 28
+)
+
+// permBits are the Perm* state bits.
+const permBits = PermImmutable | PermAppend | PermACL | PermKillPriv
+
+// ACLer is a node of a file system with POSIX ACLs (Linux's IS_POSIXACL,
+// get_inode_acl and set_acl). The VFS does everything else: it decodes
+// and encodes the system.posix_acl_access and system.posix_acl_default
+// xattrs (acl.go), checks them (ACL.Valid), decides who may set them,
+// folds an access ACL into the mode (posix_acl_update_mode), makes every
+// permission decision with them (acl_permission_check), rewrites the
+// access ACL on chmod (posix_acl_chmod) and computes what a new node
+// inherits from its directory's default ACL (Cred.ACL). The two names
+// never reach an ACLer's Getxattr, Setxattr or Removexattr; its
+// Listxattr lists them while the node has them.
+//
+// GetACL returns the node's ACL of type typ (ACLTypeAccess or
+// ACLTypeDefault), nil if it has none, or EOPNOTSUPP if the file system
+// has POSIX ACLs turned off (the noacl mount option). Permission checks
+// call it for nodes whose PermAttrs carry PermACL, so after the first
+// call it must answer from memory, without allocating.
+//
+// SetACL replaces the ACL of type typ with acl (nil removes it); for an
+// access ACL it also sets the permission bits to mode (07777) in the same
+// change, so that no reader sees one without the other. It sets ctime.
+// The VFS holds the node's directory lock when it is a directory, and no
+// lock otherwise; c is the caller, whom space is charged to.
+type ACLer interface {
+	GetACL(typ int) (*ACL, error)
+	SetACL(typ int, acl *ACL, mode uint32, c Cred) error
 }
 
 // Xattrer is a node with extended attributes. Names carry their namespace
@@ -590,4 +650,23 @@ type DirectReader interface {
 // FUSE export registers it as a passthrough backing file).
 type HostFiler interface {
 	HostFile(fn func(fd int) error) error
+}
+
+// FileAttrer is a node with inode flags, the attributes chattr(1) sets
+// (Linux's fileattr_get and fileattr_set). The VFS answers
+// FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, FS_IOC_FSGETXATTR and
+// FS_IOC_FSSETXATTR for it (fileattr.go), decides who may change what
+// (the owner or CAP_FOWNER; CAP_LINUX_IMMUTABLE for the immutable and
+// append-only flags) and enforces those two flags, which the node also
+// reports in PermAttrs (PermImmutable, PermAppend) and in Stat's
+// Attributes.
+//
+// GetFileAttr returns the node's flags, both families filled in
+// (FileAttr.FillFlags). SetFileAttr stores a's flags, or refuses with
+// EOPNOTSUPP flags or fsx fields the file system does not have (as each
+// Linux file system's fileattr_set does); it sets ctime. The VFS holds
+// the node's directory lock when it is a directory.
+type FileAttrer interface {
+	GetFileAttr() (FileAttr, error)
+	SetFileAttr(a FileAttr, c Cred) error
 }

@@ -18,34 +18,73 @@ const (
 var errEACCES error = unix.EACCES
 var errEPERM error = unix.EPERM
 
-// nodeAttrs returns what permission checks need of n: its mode, owner and
-// group. A PermAttrer answers without a full Stat.
+// nodeAttrs returns what permission checks need of n: its mode with the
+// Perm* state bits, owner and group. A PermAttrer answers without a full
+// Stat.
 func nodeAttrs(n Node) (mode, uid, gid uint32, err error) {
 	if pa, ok := n.(PermAttrer); ok {
 		mode, uid, gid = pa.PermAttrs()
 		return mode, uid, gid, nil
 	}
 	st, err := n.Stat()
-	return st.Mode, st.Uid, st.Gid, err
+	return st.Mode | statPerm(n, &st), st.Uid, st.Gid, err
 }
 
-// generic is generic_permission for credentials c on a file with mode,
-// uid and gid: the owner class if fsuid owns the file, else the group
-// class if the file's group is the fsgid or a supplementary group, else
-// other. Only one class is consulted, so the group bits can deny what the
-// other bits allow. With the file capabilities (fsuid 0), reading and
-// writing are always allowed (CAP_DAC_OVERRIDE), and so is searching a
-// directory; executing a non-directory needs some x bit.
-func (c *creds) generic(mode, uid, gid uint32, mask int) error {
+// statPerm returns the Perm* state bits of n, whose Stat is st: a
+// PermAttrer's own, else those st's attributes give, and PermACL for an
+// ACLer (which may have an ACL). A capability xattr is reported only
+// through PermAttrs (PermKillPriv): looking for one at every write would
+// cost a Stat and an xattr lookup.
+func statPerm(n Node, st *Stat) uint32 {
+	if pa, ok := n.(PermAttrer); ok {
+		m, _, _ := pa.PermAttrs()
+		return m & permBits
+	}
+	var b uint32
+	if st.Attributes&unix.STATX_ATTR_IMMUTABLE != 0 {
+		b |= PermImmutable
+	}
+	if st.Attributes&unix.STATX_ATTR_APPEND != 0 {
+		b |= PermAppend
+	}
+	if _, ok := n.(ACLer); ok {
+		b |= PermACL
+	}
+	return b
+}
+
+// generic is generic_permission for credentials c on node n, a file with
+// mode (and its Perm* bits), uid and gid: acl_permission_check, then the
+// capabilities. The owner class if fsuid owns the file; else, if the
+// file has an access ACL and group bits (its mask), the ACL decides
+// (posix_acl_permission); else the group class if the file's group is the
+// fsgid or a supplementary group, else other. Only one class is
+// consulted, so the group bits can deny what the other bits allow. With
+// the file capabilities (fsuid 0), reading and writing are always allowed
+// (CAP_DAC_OVERRIDE), and so is searching a directory; executing a
+// non-directory needs some x bit.
+func (c *creds) generic(n Node, mode, uid, gid uint32, mask int) error {
 	m := mode
 	if uid == c.fsuid {
 		m >>= 6
-	} else if uint32(mask)&(m^m>>3)&7 != 0 && c.inGroup(gid) {
-		m >>= 3
+	} else {
+		if mode&PermACL != 0 && mode&0o070 != 0 {
+			switch c.checkACL(n, gid, mask) {
+			case aclGranted:
+				return nil
+			case aclDenied:
+				m = 0
+				goto capable
+			}
+		}
+		if uint32(mask)&(m^m>>3)&7 != 0 && c.inGroup(gid) {
+			m >>= 3
+		}
 	}
 	if uint32(mask)&7&^m == 0 {
 		return nil
 	}
+capable:
 	if c.fsCapable() {
 		if mode&unix.S_IFMT == unix.S_IFDIR || mask&MayExec == 0 || mode&0o111 != 0 {
 			return nil
@@ -65,17 +104,30 @@ func (c *creds) permission(loc location, mask int) error {
 	if err != nil {
 		return err
 	}
-	return c.permissionAttrs(loc.mnt, mode, uid, gid, mask)
+	return c.permissionAttrs(loc.mnt, loc.node, mode, uid, gid, mask)
 }
 
-func (c *creds) permissionAttrs(m *mount, mode, uid, gid uint32, mask int) error {
-	if mask&MayWrite != 0 && m != nil && m.sbReadonly {
-		switch mode & unix.S_IFMT {
-		case unix.S_IFREG, unix.S_IFDIR, unix.S_IFLNK:
-			return unix.EROFS
+// permissionAttrs is inode_permission for node n of mount m, whose mode
+// (with its Perm* bits), uid and gid the caller has: EROFS (sb_permission),
+// then EPERM for writing an immutable file, then generic_permission.
+func (c *creds) permissionAttrs(m *mount, n Node, mode, uid, gid uint32, mask int) error {
+	if mask&MayWrite != 0 {
+		if m != nil && m.sbReadonly {
+			switch mode & unix.S_IFMT {
+			case unix.S_IFREG, unix.S_IFDIR, unix.S_IFLNK:
+				return unix.EROFS
+			}
+		}
+		if mode&PermImmutable != 0 {
+			return errEPERM // nobody gets write access to an immutable file
 		}
 	}
-	return c.generic(mode, uid, gid, mask)
+	return c.generic(n, mode, uid, gid, mask)
+}
+
+// permissionStat is permissionAttrs for the node at loc, whose Stat is st.
+func (c *creds) permissionStat(loc location, st *Stat, mask int) error {
+	return c.permissionAttrs(loc.mnt, loc.node, st.Mode|statPerm(loc.node, st), st.Uid, st.Gid, mask)
 }
 
 // ownerOrCapable is Linux's inode_owner_or_capable: the fsuid owns the file
@@ -109,7 +161,7 @@ func (c *creds) mayLookup(loc location) error {
 	if err != nil {
 		return err
 	}
-	return c.generic(mode, uid, gid, MayExec)
+	return c.generic(loc.node, mode, uid, gid, MayExec)
 }
 
 // mayCreate is may_create: write and search permission on the directory
@@ -144,7 +196,7 @@ func (c *creds) mayDelete(dir location, victim Node, wantDir bool) error {
 	if err != nil {
 		return err
 	}
-	if err := c.permissionAttrs(dir.mnt, dmode, duid, dgid, MayWrite|MayExec); err != nil {
+	if err := c.permissionAttrs(dir.mnt, dir.node, dmode, duid, dgid, MayWrite|MayExec); err != nil {
 		return err
 	}
 	vmode, vuid, _, err := nodeAttrs(victim)
@@ -153,6 +205,9 @@ func (c *creds) mayDelete(dir location, victim Node, wantDir bool) error {
 	}
 	if c.checkSticky(dmode, duid, vuid) {
 		return errEPERM
+	}
+	if dmode&PermAppend != 0 || vmode&(PermAppend|PermImmutable) != 0 {
+		return errEPERM // IS_APPEND(dir), IS_APPEND or IS_IMMUTABLE(victim)
 	}
 	vdir := vmode&unix.S_IFMT == unix.S_IFDIR
 	if wantDir && !vdir {

@@ -35,7 +35,7 @@ func TestGenericPermission(t *testing.T) {
 		{root, unix.S_IFREG | 0o001, 1000, 1000, MayExec, nil, "some x bit: root may execute"},
 	}
 	for _, c := range cases {
-		if got := c.c.generic(c.mode, c.uid, c.gid, c.mask); got != c.want {
+		if got := c.c.generic(nil, c.mode, c.uid, c.gid, c.mask); got != c.want {
 			t.Errorf("%s: %v, want %v", c.why, got, c.want)
 		}
 	}

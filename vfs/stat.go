@@ -26,6 +26,10 @@ type Stat struct {
 	// Btime is the creation time (statx's stx_btime), the zero Time when
 	// the file system does not record one.
 	Btime time.Time
+	// Attributes are the file's statx attributes its file system reports
+	// (unix.STATX_ATTR_IMMUTABLE, APPEND, NODUMP...: stx_attributes),
+	// and AttributesMask those it can report (stx_attributes_mask).
+	Attributes, AttributesMask uint32
 }
 
 // IsDir reports whether the stat describes a directory.

@@ -25,11 +25,12 @@ import (
 //     1<<31, where Linux's unique IDs start. Neither is a host mount ID.
 //
 // Attributes_mask is STATX_ATTR_AUTOMOUNT|MOUNT_ROOT|DAX, the ones the VFS
-// reports for every file; Attributes has STATX_ATTR_MOUNT_ROOT for the
-// root of a mount. iovfs has no inode flags (chattr), so the file-system
-// attributes Linux's tmpfs offers in the mask (immutable, append, nodump)
-// are not claimed. STATX_DIOALIGN and the rest stay unset: no iovfs file
-// system reports them (Linux's tmpfs does not either).
+// reports for every file, and those the file system reports (Stat's
+// AttributesMask: tmpfs's immutable, append and nodump); Attributes has
+// STATX_ATTR_MOUNT_ROOT for the root of a mount and the file system's
+// (Stat.Attributes, from the inode flags). STATX_DIOALIGN and the rest
+// stay unset: no iovfs file system reports them (Linux's tmpfs does not
+// either).
 func (p *Proc) Statx(dirfd int, path string, flags, mask int) (unix.Statx_t, error) {
 	if mask&unix.STATX__RESERVED != 0 || flags&atStatxSyncType == atStatxSyncType {
 		return unix.Statx_t{}, pathErr("statx", path, errEINVAL)
@@ -75,7 +76,8 @@ func statx(st Stat, mask int) unix.Statx_t {
 	}
 	x := unix.Statx_t{
 		Mask:            unix.STATX_BASIC_STATS &^ (unix.STATX_MTIME | unix.STATX_CTIME),
-		Attributes_mask: statxAttrsVFS,
+		Attributes:      uint64(st.Attributes),
+		Attributes_mask: statxAttrsVFS | uint64(st.AttributesMask),
 		Blksize:         uint32(st.Blksize),
 		Nlink:           uint32(st.Nlink),
 		Uid:             st.Uid,

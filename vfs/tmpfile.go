@@ -61,8 +61,11 @@ func (p *Proc) openTmpfile(dirfd int, path string, flags int, perm uint32, resol
 	if !ok {
 		return nil, errEOPNOTSUP
 	}
-	mode := c.stripSgid(dir.node, unix.S_IFREG|perm&0o7777) & 0o7777 &^ p.umask.Load()
-	n, err := tf.Tmpfile(mode, flags&unix.O_EXCL == 0, c.fsCred())
+	mode, fc, err := p.createMode(c, dir.node, unix.S_IFREG, c.stripSgid(dir.node, unix.S_IFREG|perm&0o7777)&0o7777)
+	if err != nil {
+		return nil, err
+	}
+	n, err := tf.Tmpfile(mode, flags&unix.O_EXCL == 0, fc)
 	if err != nil {
 		return nil, err
 	}

@@ -192,10 +192,11 @@ func (w *walker) walkParent(cur location, path string, last uint8) (location, st
 					return location{}, "", false, err
 				}
 			}
-			// With every x bit set, whichever class generic_permission
-			// picks grants the search: skip the call (most directories).
-			if dmode&0o111 != 0o111 {
-				if err := w.cred.generic(dmode, duid, dgid, MayExec); err != nil {
+			// With every x bit set and no ACL, whichever class
+			// generic_permission picks grants the search: skip the call
+			// (most directories).
+			if dmode&(0o111|PermACL) != 0o111 {
+				if err := w.cred.generic(cur.node, dmode, duid, dgid, MayExec); err != nil {
 					return location{}, "", false, err
 				}
 			}

@@ -273,7 +273,7 @@ func (a *dirAttrs) searchable(n Node) bool {
 		}
 		a.known = true
 	}
-	return a.mode&0o111 == 0o111
+	return a.mode&(0o111|PermACL) == 0o111
 }
 
 // of sets a to the attributes of the child e describes, when its

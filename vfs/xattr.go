@@ -69,6 +69,15 @@ func (p *Proc) xattrPermission(m *mount, n Node, name string, write bool) error 
 	mask := MayRead
 	if write {
 		mask = MayWrite
+		// may_write_xattr: no xattr of an immutable or append-only file
+		// changes.
+		mode, _, _, err := nodeAttrs(n)
+		if err != nil {
+			return err
+		}
+		if mode&(PermImmutable|PermAppend) != 0 {
+			return errEPERM
+		}
 	}
 	switch {
 	case strings.HasPrefix(name, "security."):
@@ -120,9 +129,15 @@ func setxattrArgs(name string, data []byte, flags int) error {
 }
 
 // setxattrAt sets or (with remove) removes name on the node n of mount m.
+// The ACL names of an ACLer are the VFS's (setACL).
 func (p *Proc) setxattrAt(m *mount, n Node, name string, data []byte, flags int, remove bool) error {
 	if m != nil && m.readonly {
 		return unix.EROFS
+	}
+	if typ := aclXattrType(name); typ != 0 {
+		if al, ok := n.(ACLer); ok {
+			return p.setACL(m, n, al, typ, data, remove)
+		}
 	}
 	if err := p.xattrPermission(m, n, name, true); err != nil {
 		return err
@@ -209,8 +224,14 @@ func (p *Proc) setxattrPath(op, path string, follow bool, name string, data []by
 	return pathErr(op, path, p.setxattrAt(loc.mnt, loc.node, name, data, flags, remove))
 }
 
-// getxattrNode is vfs_getxattr on node n of mount m.
+// getxattrNode is vfs_getxattr on node n of mount m, and vfs_get_acl for
+// the ACL names of an ACLer.
 func (p *Proc) getxattrNode(m *mount, n Node, name string) ([]byte, error) {
+	if typ := aclXattrType(name); typ != 0 {
+		if al, ok := n.(ACLer); ok {
+			return getACL(al, typ)
+		}
+	}
 	if err := p.xattrPermission(m, n, name, false); err != nil {
 		return nil, err
 	}

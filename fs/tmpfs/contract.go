@@ -10,6 +10,8 @@ var (
 	_ vfs.Creator     = (*Dir)(nil)
 	_ vfs.DirLocker   = (*Dir)(nil)
 	_ vfs.DirReader   = (*Dir)(nil)
+	_ vfs.ACLer       = (*Dir)(nil)
+	_ vfs.FileAttrer  = (*Dir)(nil)
 	_ vfs.FileTyper   = (*Dir)(nil)
 	_ vfs.Linker      = (*Dir)(nil)
 	_ vfs.Lookuper    = (*Dir)(nil)
@@ -26,6 +28,8 @@ var (
 	_ vfs.XattrSetter = (*Dir)(nil)
 	_ vfs.Xattrer     = (*Dir)(nil)
 
+	_ vfs.ACLer       = (*File)(nil)
+	_ vfs.FileAttrer  = (*File)(nil)
 	_ vfs.FileTyper   = (*File)(nil)
 	_ vfs.Node        = (*File)(nil)
 	_ vfs.Opener      = (*File)(nil)
@@ -48,6 +52,8 @@ var (
 	_ vfs.Syncer     = (*OpenFile)(nil)
 	_ vfs.Writer     = (*OpenFile)(nil)
 
+	_ vfs.ACLer       = (*Special)(nil)
+	_ vfs.FileAttrer  = (*Special)(nil)
 	_ vfs.FileTyper   = (*Special)(nil)
 	_ vfs.Node        = (*Special)(nil)
 	_ vfs.PathOpener  = (*Special)(nil)
@@ -56,6 +62,8 @@ var (
 	_ vfs.XattrSetter = (*Special)(nil)
 	_ vfs.Xattrer     = (*Special)(nil)
 
+	_ vfs.ACLer       = (*Symlink)(nil)
+	_ vfs.FileAttrer  = (*Symlink)(nil)
 	_ vfs.FileTyper   = (*Symlink)(nil)
 	_ vfs.Node        = (*Symlink)(nil)
 	_ vfs.PathOpener  = (*Symlink)(nil)

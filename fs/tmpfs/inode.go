@@ -49,6 +49,16 @@ type inode struct {
 
 	xa xattrs // extended attributes (xattr.go)
 
+	// acl and dacl are the access and default ACLs (acl.go), nil when
+	// there are none; fsflags the inode flags (FS_*_FL); caps says the
+	// security.capability xattr is set. perm holds the vfs.Perm* bits
+	// they make, which PermAttrs adds to the mode. Changed under mu
+	// (caps under xa.mu), read without a lock.
+	acl, dacl atomic.Pointer[vfs.ACL]
+	fsflags   atomic.Uint32
+	caps      atomic.Bool
+	perm      atomic.Uint32
+
 	// pins counts the O_PATH files open on a node other than a regular
 	// file (openpath.go); free leaves a pinned node alone.
 	pins atomic.Int32
@@ -77,6 +87,7 @@ func (n *inode) init(fs *FS, dir *Dir, mode uint32, c vfs.Cred, now instant) {
 	n.ctime.Store(now.wall)
 	n.btime = now.wall
 	n.setAtime(now.wall, now)
+	n.initACL(dir, c)
 }
 
 // stat fills the fields of st that every node type reports the same way
@@ -93,6 +104,7 @@ func (n *inode) stat(st *vfs.Stat) {
 	st.Mtime = time.Unix(0, n.mtime.Load())
 	st.Ctime = time.Unix(0, n.ctime.Load())
 	st.Btime = time.Unix(0, n.btime)
+	n.statAttrs(st)
 }
 
 // touchAtime applies Linux's default relatime rule (relatime_need_update)
@@ -107,9 +119,14 @@ func (n *inode) touchAtime() {
 	n.updateAtime()
 }
 
-// updateAtime is touchAtime's slow path: the full relatime check.
+// updateAtime is touchAtime's slow path: the full relatime check. A
+// noatime inode (FS_NOATIME_FL) keeps its atime.
 func (n *inode) updateAtime() {
 	now := clockNow()
+	if n.fsflags.Load()&vfs.FS_NOATIME_FL != 0 {
+		n.atimeDue.Store(now.mono + day)
+		return
+	}
 	if a := n.atime.Load(); a > n.mtime.Load() && a > n.ctime.Load() && now.wall-a < day {
 		n.atimeDue.Store(now.mono + day - (now.wall - a))
 		return

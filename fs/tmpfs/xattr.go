@@ -33,6 +33,10 @@ type xattrs struct {
 // "user.a" is the largest that fits in one free inode's 1024 bytes.
 func xattrSpace(name string, size int) int64 { return int64(40 + size + len(name)) }
 
+// xattrCaps is the file capabilities' xattr, which writes remove
+// (PermKillPriv).
+const xattrCaps = "security.capability"
+
 // xattrPrefixes are the namespaces tmpfs has handlers for.
 var xattrPrefixes = [...]string{"security.", "trusted.", "user."}
 
@@ -76,7 +80,7 @@ func (n *inode) Listxattr() ([]string, error) {
 	}
 	slices.Sort(names)
 	slices.Reverse(names)
-	return names, nil
+	return append(n.aclNames(make([]string, 0, len(names)+2)), names...), nil
 }
 
 // Setxattr implements vfs.XattrSetter with simple_xattr_set's rules:
@@ -106,6 +110,9 @@ func (n *inode) Setxattr(name string, data []byte, flags int, _ vfs.Cred) error 
 			n.xa.m = make(map[string][]byte)
 		}
 		n.xa.m[name] = slices.Clone(data)
+		if name == xattrCaps {
+			n.caps.Store(true)
+		}
 	}
 	n.xa.mu.Unlock()
 	if fs.maxInodes != 0 {
@@ -117,6 +124,9 @@ func (n *inode) Setxattr(name string, data []byte, flags int, _ vfs.Cred) error 
 		}
 	}
 	if err == nil {
+		if name == xattrCaps {
+			n.lockedUpdatePerm()
+		}
 		n.changed(clockNow().wall, false)
 	}
 	return err
@@ -130,7 +140,13 @@ func (n *inode) Removexattr(name string, _ vfs.Cred) error {
 	n.xa.mu.Lock()
 	old, ok := n.xa.m[name]
 	delete(n.xa.m, name)
+	if ok && name == xattrCaps {
+		n.caps.Store(false)
+	}
 	n.xa.mu.Unlock()
+	if name == xattrCaps {
+		n.lockedUpdatePerm()
+	}
 	if !ok {
 		return unix.ENODATA
 	}
