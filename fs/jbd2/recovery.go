@@ -26,13 +26,19 @@ type logTag struct {
 // replayed. A log that is empty is not written.
 //
 // The scan stops at the first block that is not the next expected one:
-// a block without the jbd2 magic or with another sequence number, a
-// descriptor or revoke block failing its checksum, or a commit block
-// failing its own (that transaction is not replayed). A logged block
-// failing its tag's checksum is not written, and Recover then returns a
-// *CorruptError (EBADMSG) after writing the others, as the kernel's
-// replay reports -EFSBADCRC. Errors: the device's; a *CorruptError for a
-// malformed revoke block or a block outside the device.
+// a block without the jbd2 magic or with another sequence number, or a
+// commit block failing its checksum (that transaction is not replayed).
+// A descriptor or revoke block failing its checksum is decided at its
+// transaction's commit block, as do_one_pass's need_check_commit_time
+// does: a commit no newer than the last good one marks stale blocks of an
+// older log (the scan ends there, and recovery succeeds); a newer one is
+// a corrupt transaction, and Recover fails with a *CorruptError (the
+// kernel's "journal recovery failed") before writing anything. A logged
+// block failing its tag's checksum makes Recover fail with a
+// *CorruptError (EBADMSG, the kernel's -EFSBADCRC) before writing
+// anything, where the kernel writes the other blocks first. Errors: the device's; a
+// *CorruptError for a malformed revoke block or a block outside the
+// device.
 func (j *Journal) Recover(limit uint64) (int, error) {
 	start := uint64(j.Start())
 	if start == 0 {
@@ -59,6 +65,11 @@ func (j *Journal) Recover(limit uint64) (int, error) {
 	var pending map[uint64]uint32  // the current transaction's revokes
 	pos, seq := start, j.seq
 	txns := 0
+	// checkTime is need_check_commit_time: a descriptor or revoke block
+	// of this transaction failed its checksum. lastCommit is the commit
+	// time (seconds) of the last transaction found.
+	checkTime := false
+	var lastCommit uint64
 scan:
 	for steps := uint32(0); steps < j.maxlen; steps++ {
 		if err := j.readBlock(pos, buf); err != nil {
@@ -70,7 +81,7 @@ scan:
 		switch be.Uint32(buf[4:]) {
 		case typeDescriptor:
 			if tail != 0 && crc32c(j.seed, withZero(buf, bs-4, 4)) != be.Uint32(buf[bs-4:]) {
-				break scan
+				checkTime = true // its tags are still read, to skip its blocks (count_tags)
 			}
 			dpos := pos
 			for off := 12; off+j.tagSize <= bs-tail; {
@@ -98,9 +109,17 @@ scan:
 			}
 			pos = dpos
 		case typeCommit:
+			commitTime := be.Uint64(buf[0x30:]) // h_commit_sec
+			if checkTime {
+				if commitTime >= lastCommit {
+					return 0, badCsum("transaction %d: a descriptor or revoke block fails its checksum", seq)
+				}
+				break scan // stale blocks of an older log
+			}
 			if j.csum != 0 && crc32c(j.seed, withZero(buf, 0x10, 4)) != be.Uint32(buf[0x10:]) {
 				break scan
 			}
+			lastCommit = commitTime
 			replay = append(replay, tags...)
 			for b, t := range pending {
 				if r, ok := revoked[b]; !ok || int32(t-r) > 0 {
@@ -112,7 +131,7 @@ scan:
 			seq++
 		case typeRevoke:
 			if tail != 0 && crc32c(j.seed, withZero(buf, bs-4, 4)) != be.Uint32(buf[bs-4:]) {
-				break scan
+				checkTime = true
 			}
 			count := int(be.Uint32(buf[12:]))
 			if count > bs-tail {
@@ -139,15 +158,15 @@ scan:
 		}
 		pos = next(pos)
 	}
-	// Check every target before the first write: a log found corrupt
-	// leaves the device untouched.
+	// Check every target and every logged block's checksum before the
+	// first write: a log found corrupt leaves the device untouched, for
+	// e2fsck to replay as it judges (the kernel writes the good blocks
+	// first, then fails the mount).
+	var live []logTag
 	for _, t := range replay {
 		if t.blk >= limit {
 			return 0, corrupt("logged block %d outside the device (%d blocks)", t.blk, limit)
 		}
-	}
-	var bad error
-	for _, t := range replay {
 		if r, ok := revoked[t.blk]; ok && int32(r-t.tid) >= 0 {
 			continue
 		}
@@ -155,10 +174,13 @@ scan:
 			return 0, err
 		}
 		if !j.tagSumOK(t, buf) {
-			if bad == nil {
-				bad = badCsum("logged block %d of transaction %d", t.blk, t.tid)
-			}
-			continue
+			return 0, fmt.Errorf("jbd2: recovery: %w", badCsum("logged block %d of transaction %d", t.blk, t.tid))
+		}
+		live = append(live, t)
+	}
+	for _, t := range live {
+		if err := j.readBlock(t.pos, buf); err != nil {
+			return 0, err
 		}
 		if t.esc {
 			be.PutUint32(buf, magic)
@@ -169,9 +191,6 @@ scan:
 	}
 	if err := j.dev.Flush(); err != nil {
 		return 0, err
-	}
-	if bad != nil {
-		return txns, fmt.Errorf("jbd2: recovery: %w", bad)
 	}
 	j.seq = seq + 1
 	if err := j.WriteSuper(0); err != nil {
