@@ -38,6 +38,7 @@ type Node struct {
 	off   int   // offset of the short entry in dir
 	first int   // offset of the first slot of the entry
 	root  bool
+	isDir bool // attr's AttrDir, fixed at creation: read without the mutex
 
 	attr  byte
 	lcase byte
@@ -56,7 +57,7 @@ type Node struct {
 }
 
 // IsDir reports whether n is a directory. A node's type never changes.
-func (n *Node) IsDir() bool { return n.root || n.attr&AttrDir != 0 }
+func (n *Node) IsDir() bool { return n.isDir }
 
 func (n *Node) fixedRoot() bool { return n.root && n.start == 0 }
 
@@ -87,7 +88,7 @@ func Open(dev Device, o Options) (*Volume, error) {
 	if err := v.fat.load(dev); err != nil {
 		return nil, err
 	}
-	v.root = &Node{root: true, attr: AttrDir, off: -1}
+	v.root = &Node{root: true, isDir: true, attr: AttrDir, off: -1}
 	if g.bits == 32 {
 		v.root.start = g.rootCluster
 		if _, err := v.chainOf(v.root); err != nil {
@@ -168,6 +169,7 @@ func (v *Volume) node(dir *Node, e *entry) *Node {
 	raw := e.raw
 	n := &Node{dir: dir, off: e.off, first: e.first}
 	n.attr = raw[11]
+	n.isDir = n.attr&AttrDir != 0
 	n.lcase = raw[12]
 	n.start = e.start(v.g.bits == 32)
 	n.size = binary.LittleEndian.Uint32(raw[28:])
