@@ -1,8 +1,12 @@
 package vfs
 
-// This file is the whole contract between the VFS and the drivers below it:
-// device drivers, file systems and block devices. Every interface is small
-// and optional; the VFS finds out at open which ones a node or handle
+// This file holds the contract between the VFS and the drivers below it:
+// device drivers, file systems and block devices. The interfaces that
+// belong to one syscall family live beside it: Lookuper and Readlinker
+// (walk.go), FileSystem and Shutdowner (mount.go), Tmpfiler (tmpfile.go),
+// NoatimeHandle (noatime.go), SpliceReader, NoSpliceReader,
+// NoSpliceWriter and Discarder (splice.go). Every interface is small and
+// optional; the VFS finds out at open which ones a node or handle
 // implements and stores what it will call (see file.go), so no read or
 // write repeats a type assertion.
 
