@@ -14,6 +14,7 @@
 package iovfs
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/iovfs/iovfs/dev/loop"
@@ -29,6 +30,7 @@ import (
 type Option func(*config)
 
 type config struct {
+	root     vfs.FileSystem
 	devfsOut **devfs.FS
 	devices  []namedDevice
 	ramDisks int
@@ -65,6 +67,13 @@ func WithDevice(name string, d devfs.Device) Option {
 // ram.DefaultSize. A disk's memory is allocated on its first open.
 func WithRAMDisks(n int, size int64) Option {
 	return func(c *config) { c.ramDisks, c.ramSize = n, size }
+}
+
+// WithRoot makes New use fs as the namespace's root instead of a new
+// tmpfs (an overlay over an image, say): /dev, /tmp and /mnt are made in
+// it where they are missing, and mounted on as usual.
+func WithRoot(fs vfs.FileSystem) Option {
+	return func(c *config) { c.root = fs }
 }
 
 // WithDevFS makes New store its /dev file system in *dst, so that
@@ -108,17 +117,24 @@ func New(opts ...Option) (*vfs.Proc, error) {
 	if _, err := loop.Register(dev, 8); err != nil { // loop-control, loop0-7
 		return nil, fmt.Errorf("iovfs: /dev/%w", err)
 	}
-	rootOpts, err := tmpfsOptions("mode=0755") // the memory bounds of the tmpfs type
-	if err != nil {
-		return nil, fmt.Errorf("iovfs: %w", err)
+	root := c.root
+	if root == nil {
+		rootOpts, err := tmpfsOptions("mode=0755") // the memory bounds of the tmpfs type
+		if err != nil {
+			return nil, fmt.Errorf("iovfs: %w", err)
+		}
+		root = tmpfs.New(rootOpts)
 	}
-	ns := vfs.NewNamespace(tmpfs.New(rootOpts))
+	ns := vfs.NewNamespace(root)
 	p := vfs.NewProc(ns)
 	for _, d := range []struct {
 		path string
 		mode uint32
 	}{{"/dev", 0o755}, {"/tmp", 0o1777}, {"/mnt", 0o755}} {
 		if err := p.Mkdir(d.path, 0o777); err != nil {
+			if c.root != nil && errors.Is(err, unix.EEXIST) {
+				continue // the given root's own
+			}
 			return nil, fmt.Errorf("iovfs: %w", err)
 		}
 		if err := p.Chmod(d.path, d.mode); err != nil {

@@ -20,6 +20,9 @@ func FuzzCommandLine(f *testing.F) {
 		{"run", "--env", "=", "p"}, {"run", "--cachedir", "", "p"}, {"run", "-dev=false"},
 		{"sh", "-c"}, {"sh", "--user", "1:2:3"}, {"sh", "--mount=a:b:c:d:e"}, {"sh", "--image="}, {"sh", "--", "-x"},
 		{"sh", "--user", "-1"}, {"sh", "-"},
+		{"sh", "--overlay", "--image", "a:/:rw"}, {"sh", "--overlay-dir=", "--image", "a"}, {"sh", "--overlay=1"},
+		{"run", "--overlay-dir", "", "--image", "a:/", "p"}, {"run", "--overlay", "--overlay-dir", "d", "p"},
+		{"mount", "-t", "overlay", "-o", "lowerdir=::,upperdir=", "none", "x"},
 		{"ls", "-laRZ", "x"}, {"ls", "--", "-l"}, {"cat", "a:b", "c"}, {"cp", "-ra", "x:/", "y", "z"}, {"stat", "--dereference"},
 		{"tree"}, {"cp", "--archive", "--recursive"},
 	} {

@@ -36,6 +36,12 @@ TYPE and SOURCE:
                   image's lock: a second writer is refused
   hostfs          SOURCE is a host directory
   devfs           SOURCE is ignored; the devices are shown as files
+  overlay         SOURCE is ignored (none); -o lowerdir=A[:B...],upperdir=U,
+                  workdir=W name host directories (a lowerdir may be an
+                  image file, mounted read-only): Linux's overlayfs in the
+                  kernel's format, whose upper directory the kernel's
+                  overlay mounts too; two or more lowerdirs alone make a
+                  read-only overlay
 
 options:
   -t TYPE         the file system type (required)
@@ -43,7 +49,9 @@ options:
                   file system: tmpfs size=, nr_inodes=, mode=, uid=, gid=;
                   ext4 dax, nodax, commit=N, noload, data=ordered|journal,
                   errors=continue|remount-ro|panic, bcache=SIZE; hostfs uid=,
-                  gid=, xdev
+                  gid=, xdev; overlay lowerdir=, upperdir=, workdir=,
+                  userxattr, and the off values of redirect_dir, index,
+                  metacopy, nfs_export, xino
   --allow-other   let other users reach the export (allow_other)
   --debug         log every FUSE request on stderr
   -h, --help      show this help
@@ -54,6 +62,7 @@ examples:
   iovfs mount -t ext4 disk.img /mnt/x        # read-write
   iovfs mount -t hostfs /srv/data /mnt/x
   iovfs mount -t devfs none /mnt/x
+  iovfs mount -t overlay -o lowerdir=base,upperdir=up,workdir=work none /mnt/x
 `
 
 // runMount is "iovfs mount".
@@ -153,6 +162,10 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 			return fail("unmounting %s inside the process: %v (changes after the last sync may be lost)", source, err)
 		}
 	}
+	// The images an overlay's lower layers were (-o lowerdir=IMAGE).
+	if err := closeImages(); err != nil {
+		return fail("%v", err)
+	}
 	if status == 0 {
 		fmt.Fprintf(stdout, "iovfs: %s %s\n", abs, how)
 	}
@@ -193,9 +206,9 @@ func parseMountArgs(args []string) (mountArgs, error) {
 	}
 	switch {
 	case a.typ == "":
-		return a, errors.New("missing -t TYPE (tmpfs, ext4, ext3, ext2, vfat, hostfs or devfs)")
-	case !slices.Contains([]string{"tmpfs", "ext4", "ext3", "ext2", "vfat", "hostfs", "devfs"}, a.typ):
-		return a, fmt.Errorf("unknown file system type %q: want tmpfs, ext4, ext3, ext2, vfat, hostfs or devfs", a.typ)
+		return a, errors.New("missing -t TYPE (tmpfs, ext4, ext3, ext2, vfat, hostfs, devfs or overlay)")
+	case !slices.Contains([]string{"tmpfs", "ext4", "ext3", "ext2", "vfat", "hostfs", "devfs", "overlay"}, a.typ):
+		return a, fmt.Errorf("unknown file system type %q: want tmpfs, ext4, ext3, ext2, vfat, hostfs, devfs or overlay", a.typ)
 	case fl.NArg() < 2:
 		return a, errors.New("missing operand: want SOURCE MOUNTPOINT")
 	case fl.NArg() > 2:
@@ -222,6 +235,16 @@ func buildExport(typ, source string, flags uintptr, data string) (*vfs.Proc, str
 	case "hostfs":
 		if err := p.Mount(source, "/mnt", "hostfs", flags, data); err != nil {
 			return nil, "", false, &shownError{source + ": " + mountMsg(err), err}
+		}
+		return p, "/mnt", false, nil
+	case "overlay":
+		fs, err := hostOverlay(data)
+		if err != nil {
+			return nil, "", false, err
+		}
+		if err := p.Namespace().MountFS("/mnt", fs, flags&unix.MS_RDONLY != 0); err != nil {
+			fs.Shutdown()
+			return nil, "", false, err
 		}
 		return p, "/mnt", false, nil
 	case "devfs":
@@ -278,7 +301,7 @@ func buildExport(typ, source string, flags uintptr, data string) (*vfs.Proc, str
 		}
 		return p, "/mnt", false, nil
 	}
-	return nil, "", false, fmt.Errorf("unknown file system type %q (tmpfs, ext2, ext3, ext4, vfat, hostfs, devfs)", typ)
+	return nil, "", false, fmt.Errorf("unknown file system type %q (tmpfs, ext2, ext3, ext4, vfat, hostfs, devfs, overlay)", typ)
 }
 
 // isMountPoint reports whether something is mounted at dir, from

@@ -20,6 +20,7 @@ import (
 	"github.com/iovfs/iovfs/dev/mem"
 	"github.com/iovfs/iovfs/diskimage"
 	"github.com/iovfs/iovfs/fs/devfs"
+	"github.com/iovfs/iovfs/fs/overlay"
 	"github.com/iovfs/iovfs/vfs"
 	"github.com/iovfs/iovfs/wasi"
 	"github.com/tetratelabs/wazero"
@@ -77,6 +78,12 @@ options:
                                     mapped image (dax; a :dax suffix is accepted)
   --tmpfs GUESTPATH[:OPTIONS]       a new tmpfs at GUESTPATH; OPTIONS as for
                                     mount -t tmpfs (size=64m,mode=1777)
+  --overlay                         make each --image writable: an overlay
+                                    (Linux's overlayfs) over it whose changes
+                                    stay in memory and go at exit
+  --overlay-dir HOSTDIR             --overlay with the changes kept in
+                                    HOSTDIR/upper and HOSTDIR/work, the kernel's
+                                    overlayfs format (one --image)
   --dev                             /dev with null, zero, full and urandom
   --env NAME=VALUE                  set an environment variable (repeatable)
   --env-inherit                     pass the host's environment (before --env)
@@ -88,6 +95,7 @@ examples:
   iovfs run --mount .:/ prog.wasm
   iovfs run --mount /:/ --tmpfs /tmp --dev --env-inherit prog.wasm -test.short
   iovfs run --image disk.img:/img:dax --mount ./data:/data:ro prog.wasm /img
+  iovfs run --image base.img:/ --overlay-dir changes --tmpfs /tmp prog.wasm
 `
 
 func runRun(args []string, stdout, stderr io.Writer) int {
@@ -102,6 +110,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.usageError("%v", err)
 	}
+	b.overlay, b.overlayDir = a.overlay || a.overlayDir != "", a.overlayDir
 	envs, reqs, envInherit, dev, cacheDir := a.envs, a.reqs, &a.envInherit, &a.dev, &a.cacheDir
 	prog, guestArgs := a.prog, a.guestArgs
 	if st, err := os.Stat(prog); err == nil && st.IsDir() {
@@ -121,6 +130,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return c.fail("%s", errText(err))
 	}
 	defer closeImages()
+	defer b.closeOverlays() // before closeImages, after closeAll
 	outF, outDone, err := stdioFile(stdout)
 	if err != nil {
 		return c.fail("%s", errText(err))
@@ -211,6 +221,8 @@ type runOptions struct {
 	reqs            []request // the preopen options, in the order given
 	envInherit, dev bool
 	cacheDir        string
+	overlay         bool
+	overlayDir      string
 	prog            string
 	guestArgs       []string
 }
@@ -227,13 +239,29 @@ func parseRunArgs(args []string, b *preopenBuilder) (runOptions, error) {
 	fl.Var(preopenFlag{"--tmpfs", &a.reqs, b.tmpfs}, "tmpfs", "")
 	fl.BoolVar(&a.dev, "dev", false, "")
 	fl.StringVar(&a.cacheDir, "cachedir", "", "")
+	fl.BoolVar(&a.overlay, "overlay", false, "")
+	fl.StringVar(&a.overlayDir, "overlay-dir", "", "")
 	if err := fl.Parse(args); err != nil {
 		return a, errors.New(flagError(err, args))
+	}
+	images := 0
+	for _, r := range a.reqs {
+		if r.kind == "--image" {
+			images++
+		}
+	}
+	switch {
+	case a.overlayDir == "" && flagGiven(fl, "overlay-dir"):
+		return a, errors.New("--overlay-dir needs a host directory")
+	case (a.overlay || a.overlayDir != "") && images == 0:
+		return a, errors.New("--overlay and --overlay-dir apply to an --image: none given")
+	case a.overlayDir != "" && images != 1:
+		return a, fmt.Errorf("--overlay-dir keeps the changes of one --image: %d given", images)
 	}
 	if fl.NArg() == 0 {
 		return a, errors.New("missing PROG.wasm")
 	}
-	if a.cacheDir == "" && cacheDirSet(fl) {
+	if a.cacheDir == "" && flagGiven(fl, "cachedir") {
 		return a, errors.New("--cachedir needs a directory")
 	}
 	a.prog, a.guestArgs = fl.Arg(0), fl.Args()[1:]
@@ -243,10 +271,10 @@ func parseRunArgs(args []string, b *preopenBuilder) (runOptions, error) {
 	return a, nil
 }
 
-// cacheDirSet reports whether --cachedir was given (perhaps empty).
-func cacheDirSet(fl *flag.FlagSet) bool {
+// flagGiven reports whether the option name was given (perhaps empty).
+func flagGiven(fl *flag.FlagSet, name string) bool {
 	set := false
-	fl.Visit(func(f *flag.Flag) { set = set || f.Name == "cachedir" })
+	fl.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
 }
 
@@ -273,6 +301,11 @@ func reportWasmError(c *cli, prog string, err error) int {
 type preopenBuilder struct {
 	p   *vfs.Proc
 	cur *request // the option being set up
+	// overlay makes each image writable through an overlay, its changes
+	// in memory or kept in overlayDir.
+	overlay    bool
+	overlayDir string
+	overlays   []*overlay.FS
 	// made are the requests set up so far that are preopens, in the
 	// order they were set up (outer guest paths first).
 	made []*request
@@ -438,13 +471,32 @@ func (b *preopenBuilder) image(spec string) error {
 	if err := checkImageFile(diskimage.ParseSpec(parts[0]).Path); err != nil {
 		return err
 	}
+	// diskimage mounts ext4 with dax wherever the loop device can map
+	// the file, so ":dax" asks for what is done anyway.
+	_ = data
+	if b.overlay {
+		// The image is the lower layer of an overlay preopened in its
+		// place; the layers live in a namespace of their own.
+		fs, err := imageOverlay(parts[0], b.overlayDir) // overlay.go
+		if err != nil {
+			return err
+		}
+		dir, nested, err := b.next(parts[1])
+		if err == nil {
+			err = b.p.Namespace().MountFS(dir, fs, false)
+		}
+		if err != nil {
+			fs.Shutdown()
+			return err
+		}
+		b.overlays = append(b.overlays, fs)
+		b.add(dir, parts[1], nested)
+		return nil
+	}
 	dir, nested, err := b.next(parts[1])
 	if err != nil {
 		return err
 	}
-	// diskimage mounts ext4 with dax wherever the loop device can map
-	// the file, so ":dax" asks for what is done anyway.
-	_ = data
 	im, err := attachImage(b.p, parts[0], dir, false) // image.go
 	if err != nil {
 		return err
@@ -455,6 +507,13 @@ func (b *preopenBuilder) image(spec string) error {
 	b.p.Close(im.Root())
 	b.add(dir, parts[1], nested)
 	return nil
+}
+
+// closeOverlays lets the overlays' images go, the program having ended.
+func (b *preopenBuilder) closeOverlays() {
+	for _, fs := range b.overlays {
+		fs.Shutdown()
+	}
 }
 
 // dev is --dev: a devfs of its own with the four memory devices a program

@@ -19,6 +19,7 @@ import (
 
 	"github.com/iovfs/iovfs"
 	"github.com/iovfs/iovfs/fs/devfs"
+	"github.com/iovfs/iovfs/fs/overlay"
 	"github.com/iovfs/iovfs/shell"
 	"github.com/iovfs/iovfs/vfs"
 )
@@ -41,6 +42,13 @@ options:
   --image IMAGE[@PART][:TARGET[:rw]] attach the disk image IMAGE (ext2/3/4 or
                                      FAT; @N its partition N) at TARGET (default
                                      /mnt/img), read-only unless :rw
+  --overlay                          make each --image writable: an overlay
+                                     (Linux's overlayfs) over it, the changes in
+                                     memory, gone at exit; an image at / makes
+                                     the overlay the shell's root
+  --overlay-dir HOSTDIR              --overlay with the changes kept in
+                                     HOSTDIR/upper and HOSTDIR/work, the kernel's
+                                     overlayfs format (one --image)
   --user UID[:GID]                   run as this unprivileged user
   -h, --help                         show this help
 
@@ -49,6 +57,7 @@ examples:
   iovfs sh --image disk.img -c 'ls -l /mnt/img; df -h /mnt/img'
   iovfs sh --image disk.img@2:/mnt/root:rw -c 'mkdir /mnt/root/new'
   iovfs sh --mount hostfs:$PWD:/mnt/h -c 'cp -r /mnt/h/docs /tmp; du -sh /tmp/docs'
+  iovfs sh --image base.img:/ --overlay-dir changes -c 'echo hi > /etc/motd'
   iovfs sh --user 1000:1000          # interactive, unprivileged
 `
 
@@ -58,6 +67,8 @@ type shArgs struct {
 	hasScript      bool
 	mounts, images []string
 	user           string
+	overlay        bool   // --overlay or --overlay-dir
+	overlayDir     string // --overlay-dir
 	params         []string
 	help           bool
 }
@@ -65,6 +76,26 @@ type shArgs struct {
 // parseShArgs parses the arguments of "iovfs sh". Options end at -c's
 // script, at the script FILE, or at "--".
 func parseShArgs(args []string) (shArgs, error) {
+	a, err := parseShOptions(args)
+	if err != nil || a.help {
+		return a, err
+	}
+	switch {
+	case a.overlay && len(a.images) == 0:
+		return a, errors.New("--overlay and --overlay-dir apply to an --image: none given")
+	case a.overlayDir != "" && len(a.images) != 1:
+		return a, fmt.Errorf("--overlay-dir keeps the changes of one --image: %d given", len(a.images))
+	}
+	for _, im := range a.images {
+		if _, _, write := shImage(im); a.overlay && write {
+			return a, fmt.Errorf("--image %s with --overlay: the overlay takes the changes, the image stays read-only", im)
+		}
+	}
+	return a, nil
+}
+
+// parseShOptions parses the options of "iovfs sh", each for itself.
+func parseShOptions(args []string) (shArgs, error) {
 	var a shArgs
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
@@ -118,6 +149,19 @@ func parseShArgs(args []string) (shArgs, error) {
 			if _, _, err := parseUser(a.user); err != nil {
 				return a, err
 			}
+		case "--overlay":
+			if hasInline {
+				return a, errors.New("option --overlay takes no argument")
+			}
+			a.overlay = true
+		case "--overlay-dir":
+			if a.overlayDir, err = val(); err != nil {
+				return a, err
+			}
+			if a.overlayDir == "" {
+				return a, errors.New("--overlay-dir needs a host directory")
+			}
+			a.overlay = true
 		case "--":
 			if i+1 < len(args) {
 				a.file, a.params = args[i+1], args[i+2:]
@@ -159,7 +203,36 @@ func runSh(args []string, stdout, stderr io.Writer) int {
 		return c.usageError("%v", err)
 	}
 	var dev *devfs.FS
-	p, err := iovfs.New(iovfs.WithDevFS(&dev))
+	opts := []iovfs.Option{iovfs.WithDevFS(&dev)}
+	// An overlay over an image at / is the namespace's root: the shell
+	// stands in it, with /dev, /tmp and /mnt mounted inside.
+	var rootOverlay *overlay.FS
+	for _, im := range a.images {
+		if img, target, _ := shImage(im); a.overlay && target == "/" {
+			fs, err := imageOverlay(img, a.overlayDir) // overlay.go
+			if err != nil {
+				closeImages()
+				return c.fail("--image %s: %v", im, err)
+			}
+			rootOverlay = fs
+			opts = append(opts, iovfs.WithRoot(fs))
+			break
+		}
+	}
+	var p *vfs.Proc
+	var overlays []*overlayMount
+	defer func() {
+		for _, o := range overlays {
+			o.close(p)
+		}
+		if rootOverlay != nil {
+			rootOverlay.Shutdown()
+		}
+		if err := closeImages(); err != nil {
+			c.errorf("%v", err)
+		}
+	}()
+	p, err = iovfs.New(opts...)
 	if err != nil {
 		return c.fail("%s", errText(err))
 	}
@@ -180,23 +253,18 @@ func runSh(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	devfsOf[p] = dev
-	defer func() {
-		if err := closeImages(); err != nil {
-			c.errorf("%v", err)
-		}
-	}()
 	for _, im := range a.images {
-		// IMAGE[@PART][:TARGET[:rw]]
-		img, target, write := im, "/mnt/img", false
-		if _, err := os.Stat(im); err != nil {
-			if spec, rest, ok := splitImageOperand(im); ok {
-				img, target = spec, rest
-				if t, ok := strings.CutSuffix(rest, ":rw"); ok {
-					target, write = t, true
-				} else if t, ok := strings.CutSuffix(rest, ":ro"); ok {
-					target = t
-				}
+		img, target, write := shImage(im)
+		if a.overlay {
+			if target == "/" {
+				continue // the root, made above
 			}
+			o, err := overlayImage(p, img, target, a.overlayDir) // overlay.go
+			if err != nil {
+				return c.fail("--image %s: %v", im, err)
+			}
+			overlays = append(overlays, o)
+			continue
 		}
 		if _, err := attachImage(p, img, target, write); err != nil {
 			return c.fail("--image %s: %v", im, err)
@@ -255,6 +323,22 @@ func runSh(args []string, stdout, stderr io.Writer) int {
 		return c.fail("%v", err)
 	}
 	return interactive(sh, filepath.Join(home, ".iovfs_history"), stdout, stderr)
+}
+
+// shImage splits --image's IMAGE[@PART][:TARGET[:rw|:ro]].
+func shImage(im string) (img, target string, write bool) {
+	img, target = im, "/mnt/img"
+	if _, err := os.Stat(im); err != nil {
+		if spec, rest, ok := splitImageOperand(im); ok {
+			img, target = spec, rest
+			if t, ok := strings.CutSuffix(rest, ":rw"); ok {
+				target, write = t, true
+			} else if t, ok := strings.CutSuffix(rest, ":ro"); ok {
+				target = t
+			}
+		}
+	}
+	return img, target, write
 }
 
 // mountOpts splits mount options into flags and data.

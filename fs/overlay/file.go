@@ -32,7 +32,11 @@ func (f *fileNode) Open(flags int, c vfs.Cred) (vfs.Handle, error) {
 		}
 	}
 	h := &fileHandle{n: n}
-	h.flags.Store(int32(flags &^ (unix.O_CREAT | unix.O_EXCL | unix.O_NOCTTY | unix.O_TRUNC)))
+	// The layer's file is opened by its descriptor, as the kernel opens
+	// the real path: no name is resolved, so O_NOFOLLOW and O_DIRECTORY
+	// have done their work at the overlay's open (a reopen through the
+	// magic link refuses O_NOFOLLOW).
+	h.flags.Store(int32(flags &^ (unix.O_CREAT | unix.O_EXCL | unix.O_NOCTTY | unix.O_TRUNC | unix.O_NOFOLLOW | unix.O_DIRECTORY)))
 	rf, err := n.openReal(int(h.flags.Load()))
 	if err != nil {
 		return nil, err

@@ -54,7 +54,22 @@ func (d *node) childLocked(name string) (*node, error) {
 		return nil, err
 	}
 	d.children[name] = weakOf(c)
+	d.sweep()
 	return c, nil
+}
+
+// sweep drops the entries of collected nodes from d.children once they
+// may be half of it; d.mu held.
+func (d *node) sweep() {
+	if len(d.children) < 64 || len(d.children) < 2*d.swept {
+		return
+	}
+	for name, w := range d.children {
+		if w.Value() == nil {
+			delete(d.children, name)
+		}
+	}
+	d.swept = len(d.children)
 }
 
 // cached returns the live child node called name if d has one; d.mu held.

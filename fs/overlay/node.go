@@ -88,6 +88,7 @@ type node struct {
 	// directory against lookups, which take no VFS lock.
 	mu       sync.Mutex
 	children map[string]weak.Pointer[node]
+	swept    int // len(children) after the last sweep
 
 	// descs are the node's descriptors, closed when the node is collected.
 	descs *refs
@@ -194,41 +195,67 @@ func (fs *FS) newNode(parent *node, name string, upper *real, lower []real, st v
 }
 
 // track arranges for n's descriptors to be closed when n is collected, or
-// at Shutdown.
+// at Shutdown. The cleanup holds nothing that leads back to a node (the
+// FS, a directory): what it held would be kept alive by it, and with it
+// every node the FS keeps.
 func (fs *FS) track(n *node) {
-	fs.descsMu.Lock()
-	if fs.down {
-		fs.descsMu.Unlock()
+	if !fs.tr.add(n.descs) {
 		n.descs.close()
 		return
 	}
-	fs.descs[n.descs] = struct{}{}
-	fs.descsMu.Unlock()
-	runtime.AddCleanup(n, fs.drop, dropArg{n.descs, n.at, weak.Make(n)})
+	runtime.AddCleanup(n, dropDescs, dropArg{n.descs, fs.tr})
 }
 
 type dropArg struct {
 	descs *refs
-	at    *place
-	w     weak.Pointer[node]
+	tr    *tracker
 }
 
-// drop is the cleanup of a collected node: its entry in its directory
-// goes, and its descriptors are closed.
-func (fs *FS) drop(a dropArg) {
-	if parent, name := a.at.get(); parent != nil {
-		parent.mu.Lock()
-		if parent.children[name] == a.w {
-			delete(parent.children, name)
-		}
-		parent.mu.Unlock()
-	}
-	fs.descsMu.Lock()
-	_, live := fs.descs[a.descs]
-	delete(fs.descs, a.descs)
-	fs.descsMu.Unlock()
-	if live {
+// dropDescs is the cleanup of a collected node. Its entry in its
+// directory's children is left for the next lookup of the name, or the
+// next sweep, to remove (a weak pointer with no value).
+func dropDescs(a dropArg) {
+	if a.tr.remove(a.descs) {
 		a.descs.close()
+	}
+}
+
+// tracker keeps the descriptor sets of the live nodes, for Shutdown.
+type tracker struct {
+	mu    sync.Mutex
+	descs map[*refs]struct{}
+	down  bool
+}
+
+// add registers r, or reports false after Shutdown.
+func (t *tracker) add(r *refs) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.down {
+		return false
+	}
+	t.descs[r] = struct{}{}
+	return true
+}
+
+// remove unregisters r and reports whether it was registered.
+func (t *tracker) remove(r *refs) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.descs[r]
+	delete(t.descs, r)
+	return ok
+}
+
+// closeAll closes every registered set, for good.
+func (t *tracker) closeAll() {
+	t.mu.Lock()
+	t.down = true
+	descs := t.descs
+	t.descs = nil
+	t.mu.Unlock()
+	for r := range descs {
+		r.close()
 	}
 }
 

@@ -163,10 +163,10 @@ type FS struct {
 	originsMu sync.Mutex
 	origins   map[*node]struct{}
 
-	// descs are the layer descriptors the nodes hold, closed by Shutdown.
-	descsMu sync.Mutex
-	descs   map[*refs]struct{}
-	down    bool
+	// tr has the layer descriptors the nodes hold, closed by Shutdown.
+	tr *tracker
+
+	shutdown sync.Once
 }
 
 // A layer is one directory of the overlay, reached through a process in
@@ -307,7 +307,7 @@ func Open(p *vfs.Proc, d Dirs) (*FS, error) {
 		return fail("at least 2 lowerdir are needed without upperdir: %w", unix.EINVAL)
 	}
 	fs := &FS{work: -1, whiteout: -1, whLinks: true, prefix: "trusted.overlay.",
-		byUpper: map[uint64]weak.Pointer[node]{}, origins: map[*node]struct{}{}, descs: map[*refs]struct{}{}}
+		byUpper: map[uint64]weak.Pointer[node]{}, origins: map[*node]struct{}{}, tr: &tracker{descs: map[*refs]struct{}{}}}
 	if d.UserXattr {
 		fs.prefix = "user.overlay."
 	}
@@ -536,16 +536,17 @@ func (fs *FS) Statfs() (unix.Statfs_t, error) {
 }
 
 // Shutdown closes every descriptor the overlay holds on its layers and
-// lets their mounts go.
+// lets their mounts go. The VFS calls it when the overlay is unmounted
+// and its last file closed; a program that stops using an overlay it
+// mounted with MNT_DETACH may call it itself, once its files are closed.
+// A second call does nothing.
 func (fs *FS) Shutdown() error {
-	fs.descsMu.Lock()
-	fs.down = true
-	descs := fs.descs
-	fs.descs = nil
-	fs.descsMu.Unlock()
-	for r := range descs {
-		r.close()
-	}
+	fs.shutdown.Do(fs.shutdownOnce)
+	return nil
+}
+
+func (fs *FS) shutdownOnce() {
+	fs.tr.closeAll()
 	fs.whMu.Lock()
 	if fs.whiteout >= 0 {
 		fs.upper.p.Close(fs.whiteout)
@@ -567,5 +568,4 @@ func (fs *FS) Shutdown() error {
 		b.Release()
 	}
 	fs.pins = nil
-	return nil
 }

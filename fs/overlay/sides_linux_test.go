@@ -94,10 +94,19 @@ func (h host) open(p string, flags int, mode uint32) (fd int, err error) {
 	})
 	return fd, err
 }
-func (h host) pwrite(fd int, b []byte, off int64) (int, error) { return unix.Pwrite(fd, b, off) }
-func (h host) write(fd int, b []byte) (int, error)             { return unix.Write(fd, b) }
-func (h host) read(fd int, b []byte) (int, error)              { return unix.Read(fd, b) }
-func (h host) close(fd int) error                              { return unix.Close(fd) }
+
+// The calls on descriptors run with the side's credentials too: a write
+// clears set-ID bits by the writer's (file_remove_privs).
+func (h host) pwrite(fd int, b []byte, off int64) (n int, err error) {
+	err = h.do(func() error { n, err = unix.Pwrite(fd, b, off); return err })
+	return n, err
+}
+func (h host) write(fd int, b []byte) (n int, err error) {
+	err = h.do(func() error { n, err = unix.Write(fd, b); return err })
+	return n, err
+}
+func (h host) read(fd int, b []byte) (int, error) { return unix.Read(fd, b) }
+func (h host) close(fd int) error                 { return unix.Close(fd) }
 func (h host) truncate(p string, size int64) error {
 	return h.do(func() error { return unix.Truncate(h.at(p), size) })
 }
@@ -142,10 +151,11 @@ func (h host) lstat(p string) (fstat, error) {
 }
 func (h host) readdir(p string) (names []string, err error) {
 	err = h.do(func() error {
-		f, err := os.Open(h.at(p))
+		fd, err := unix.Open(h.at(p), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return err
 		}
+		f := os.NewFile(uintptr(fd), p)
 		defer f.Close()
 		names, err = f.Readdirnames(-1)
 		return err
