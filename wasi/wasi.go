@@ -52,6 +52,12 @@ type Config struct {
 	// lowest free descriptors: 3, 4... when the process has exactly its
 	// standard descriptors 0, 1 and 2 open, as WASI expects.
 	Preopens []Preopen
+	// SigPipe makes a write that fails with EPIPE (fd_write, fd_pwrite to
+	// a pipe without readers) end the guest with exit code 128+13, as
+	// SIGPIPE's default action ends a Linux process: WASI has no
+	// signals, and a guest that ignores the error would otherwise write
+	// forever ("yes | head").
+	SigPipe bool
 }
 
 // Instantiate opens cfg's preopens in p and instantiates the module
@@ -82,7 +88,7 @@ func Instantiate(ctx context.Context, r wazero.Runtime, p *vfs.Proc, cfg Config)
 // newInstance opens the preopens and records the rights of the
 // descriptors already open.
 func newInstance(p *vfs.Proc, cfg Config) (*instance, error) {
-	w := &instance{p: p}
+	w := &instance{p: p, sigpipe: cfg.SigPipe}
 	for _, po := range cfg.Preopens {
 		fd, err := p.Open(po.Path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -116,7 +122,12 @@ func (w *instance) closePreopens() {
 // descriptor, the WASI rights and preopen name that the process does not
 // keep.
 type instance struct {
-	p *vfs.Proc
+	p       *vfs.Proc
+	sigpipe bool // Config.SigPipe
+	// done is the guest's context's Done channel, for the guests of
+	// InstantiateShared (nil otherwise): a call after it closes ends the
+	// guest.
+	done <-chan struct{}
 
 	// fds is indexed by descriptor. Lookups (every call) load it without
 	// a lock; changes copy it under mu and store the copy.
