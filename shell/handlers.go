@@ -47,7 +47,7 @@ func (s *Shell) open(ctx context.Context, name string, flag int, perm os.FileMod
 	if err != nil {
 		return nil, shError(name, err)
 	}
-	return p.NewFile(fd, name), nil
+	return &procFile{p, p.NewFile(fd, name)}, nil
 }
 
 func (s *Shell) stat(ctx context.Context, name string, follow bool) (fs.FileInfo, error) {

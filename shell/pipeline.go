@@ -67,15 +67,24 @@ func (pl *pipeline) flatten(b *syntax.BinaryCmd) {
 // rewrite replaces every pipeline under node by a call of pipeCmd.
 func (s *Shell) rewrite(node syntax.Node) {
 	syntax.Walk(node, func(n syntax.Node) bool {
+		if pe, ok := n.(*syntax.ParamExp); ok && pe.Param != nil && pe.Param.Value == "!" && !pe.Excl {
+			pe.Param = &syntax.Lit{ValuePos: pe.Param.ValuePos, ValueEnd: pe.Param.ValueEnd, Value: bgPidVar}
+			pe.Short = false
+			return true
+		}
 		st, ok := n.(*syntax.Stmt)
 		if !ok {
 			return true
 		}
 		if st.Background {
-			// A background job runs while the runner that started it
-			// goes on, and runPipeline would copy that runner's state
-			// (Runner.Subshell) concurrently. Pipelines under "&" keep
-			// the interpreter's own pipes.
+			// The job's statement, its redirections and pipelines with
+			// it, runs in startJob (jobs.go).
+			job := *st
+			job.Background, job.Disown = false, false
+			s.rewrite(&job)
+			key := s.jobs.addStmt(&job)
+			*st = syntax.Stmt{Position: st.Position, Semicolon: st.Semicolon, Comments: st.Comments,
+				Cmd: &syntax.CallExpr{Args: []*syntax.Word{litWord(st.Pos(), bgCmd), litWord(st.Pos(), key)}}}
 			return false
 		}
 		b, ok := isPipe(st.Cmd)
@@ -92,10 +101,7 @@ func (s *Shell) rewrite(node syntax.Node) {
 		id := strconv.Itoa(s.nextPipe)
 		s.pipelines[id] = pl
 		s.mu.Unlock()
-		word := func(v string) *syntax.Word {
-			return &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{ValuePos: b.OpPos, Value: v}}}
-		}
-		st.Cmd = &syntax.CallExpr{Args: []*syntax.Word{word(pipeCmd), word(id)}}
+		st.Cmd = &syntax.CallExpr{Args: []*syntax.Word{litWord(b.OpPos, pipeCmd), litWord(b.OpPos, id)}}
 		for _, r := range st.Redirs {
 			s.rewrite(r)
 		}
@@ -192,12 +198,12 @@ func (s *Shell) runPipeline(ctx context.Context, hc interp.HandlerContext, id st
 		if i > 0 {
 			in = nil
 			if readsStdin(pl.sides[i]) {
-				in = c.NewFile(0, "pipe")
+				in = &procFile{c, c.NewFile(0, "pipe")}
 			}
 		}
 		out := hc.Stdout
 		if i < n-1 {
-			out = c.NewFile(1, "pipe")
+			out = &procFile{c, c.NewFile(1, "pipe")}
 		}
 		errw := hc.Stderr
 		if i < n-1 && pl.all[i] {
@@ -216,10 +222,16 @@ func (s *Shell) runPipeline(ctx context.Context, hc interp.HandlerContext, id st
 		})
 	}
 	wg.Wait()
-	if st := status[n-1]; st != 0 {
-		return interp.ExitStatus(uint8(st))
+	setPipestatus(ctx, hc, status)
+	st := status[n-1]
+	if pipefail(ctx, hc) {
+		for _, x := range status {
+			if x != 0 {
+				st = x
+			}
+		}
 	}
-	return nil
+	return exitError(st)
 }
 
 // computed are variables the interpreter sets itself; the prelude leaves
@@ -255,4 +267,8 @@ func varPrelude(env expand.Environ) *syntax.Stmt {
 		stmts = append(stmts, &syntax.Stmt{Cmd: &syntax.DeclClause{Variant: &syntax.Lit{Value: "export"}, Args: exported}})
 	}
 	return &syntax.Stmt{Cmd: &syntax.Block{Stmts: stmts}}
+}
+
+func litWord(pos syntax.Pos, v string) *syntax.Word {
+	return &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{ValuePos: pos, Value: v}}}
 }

@@ -147,11 +147,11 @@ func TestPipelineProcesses(t *testing.T) {
 
 func TestCommandNotFound(t *testing.T) {
 	out, errs, st := run(t, "nosuchcmd a b")
-	if st != 127 || out != "" || errs != "iovfs sh: nosuchcmd: command not found\n" {
+	if st != 127 || out != "" || errs != "iovfs sh: line 1: nosuchcmd: command not found\n" {
 		t.Fatalf("status %d, stdout %q, stderr %q", st, out, errs)
 	}
 	_, errs, st = run(t, "/bin/ls /")
-	if st != 127 || errs != "iovfs sh: /bin/ls: command not found\n" {
+	if st != 127 || errs != "iovfs sh: line 1: /bin/ls: No such file or directory\n" {
 		t.Fatalf("host program: status %d, stderr %q", st, errs)
 	}
 }

@@ -1,6 +1,8 @@
 // Package shell is iovfs sh: a POSIX shell (mvdan.cc/sh/v3's parser and
-// interpreter) whose every file operation goes to a *vfs.Proc, and whose
-// commands are builtins written in Go. No host program is ever run.
+// interpreter) whose every file operation goes to a *vfs.Proc, whose
+// commands are builtins written in Go, and whose programs are
+// WebAssembly (wasip1) files in the namespace, each run in a process of
+// its own (program.go). No host program is ever run.
 //
 // The interpreter's handlers are the joints: the open, stat, read-dir and
 // access handlers turn redirections, globs, cd and test into calls on the
@@ -46,14 +48,26 @@ type Options struct {
 	// Interactive turns on alias expansion and the interactive behaviour
 	// of the interpreter.
 	Interactive bool
+	// CacheDir, if set, is a host directory where compiled programs are
+	// kept across shells (wazero's compilation cache); without it they
+	// are kept for the life of the shell only.
+	CacheDir string
+	// Interruptible makes a program stop as soon as its context is done
+	// (Run's context cancelled, kill), even in a loop that makes no
+	// call; otherwise it stops at its next WASI call. It costs a check
+	// at every loop of the program's code. Interactive shells are
+	// interruptible (Ctrl-C).
+	Interruptible bool
 }
 
 // A Shell runs scripts on one process. Run may be called again and again
 // (an interactive session), but not concurrently.
 type Shell struct {
-	proc   *vfs.Proc
-	runner *interp.Runner
-	stderr io.Writer
+	proc        *vfs.Proc
+	runner      *interp.Runner
+	stderr      io.Writer
+	interactive bool
+	progs       *programs
 
 	bench func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
@@ -62,6 +76,8 @@ type Shell struct {
 	// background job) inherits pipe ends that are not its own and keeps a
 	// reader from seeing end of file.
 	forkMu sync.Mutex
+	jobs   jobTable
+
 	// mu protects pipelines.
 	mu        sync.Mutex
 	pipelines map[string]*pipeline
@@ -91,9 +107,18 @@ func (s *Shell) runnerFrom(ctx context.Context) *interp.Runner {
 	return s.runner
 }
 
-// New returns a shell on process p.
+// New returns a shell on process p. Close frees what its programs hold.
 func New(p *vfs.Proc, o Options) (*Shell, error) {
-	s := &Shell{proc: p, pipelines: map[string]*pipeline{}, stderr: o.Stderr, bench: o.Bench}
+	return newShell(p, o, &programs{cacheDir: o.CacheDir, interruptible: o.Interruptible || o.Interactive})
+}
+
+// Close frees the compiled programs and the runtime that runs them. The
+// shell must not run anything after.
+func (s *Shell) Close() error { return s.progs.close() }
+
+func newShell(p *vfs.Proc, o Options, progs *programs) (*Shell, error) {
+	s := &Shell{proc: p, pipelines: map[string]*pipeline{}, stderr: o.Stderr, bench: o.Bench,
+		interactive: o.Interactive, progs: progs}
 	if s.stderr == nil {
 		s.stderr = io.Discard
 	}
@@ -120,12 +145,10 @@ func New(p *vfs.Proc, o Options) (*Shell, error) {
 		interp.ReadDirHandler2(s.readDir),
 		interp.AccessHandler(s.access),
 		interp.CallHandler(func(ctx context.Context, args []string) ([]string, error) {
-			// The interpreter's own help and pwd would answer first.
-			// The shell's help lists the builtins written here too;
-			// its pwd prints the running code's directory (the
-			// interpreter's reads $PWD, and -P resolves symlinks on
-			// the host).
-			if hidden, ok := overridden[args[0]]; ok {
+			// The interpreter's own builtins of these names would
+			// answer first (exec.go's overridden); a function of the
+			// name still does.
+			if hidden, ok := overridden[args[0]]; ok && s.runnerFrom(ctx).Funcs[args[0]] == nil {
 				args[0] = hidden
 			}
 			return args, nil

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -70,17 +71,22 @@ func runWc(c *cmd, f flags, ops []string) int {
 		var rerr error
 		for !c.stopped() {
 			k, err := r.Read(buf)
-			for _, b := range buf[:k] {
-				if b == '\n' {
-					n[0]++
-				}
-				space := b == ' ' || b == '\n' || b == '\t' || b == '\r' || b == '\v' || b == '\f'
-				if !space && !inWord {
-					n[1]++
-				}
-				inWord = !space
-			}
+			b := buf[:k]
 			n[2] += int64(k)
+			if show[1] {
+				for _, c := range b {
+					if c == '\n' {
+						n[0]++
+					}
+					space := c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+					if !space && !inWord {
+						n[1]++
+					}
+					inWord = !space
+				}
+			} else if show[0] {
+				n[0] += int64(bytes.Count(b, []byte{'\n'}))
+			}
 			if err == io.EOF {
 				break
 			}

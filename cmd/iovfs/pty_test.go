@@ -74,7 +74,15 @@ func (tm *term) expect(want string) {
 
 func TestInteractivePty(t *testing.T) {
 	home := t.TempDir()
-	cmd := exec.Command(os.Args[0], "sh")
+	// A WebAssembly program that loops forever: _start is "loop br 0".
+	bin := t.TempDir()
+	spin := []byte{0, 'a', 's', 'm', 1, 0, 0, 0, 1, 4, 1, 0x60, 0, 0, 3, 2, 1, 0,
+		7, 10, 1, 6, '_', 's', 't', 'a', 'r', 't', 0, 0,
+		10, 9, 1, 7, 0, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b}
+	if err := os.WriteFile(filepath.Join(bin, "spin"), spin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "sh", "--mount", "hostfs:"+bin+":/opt")
 	cmd.Env = append(os.Environ(), "IOVFS_TEST_AS_COMMAND=1", "HOME="+home, "TERM=xterm")
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 200})
 	if err != nil {
@@ -151,6 +159,24 @@ func TestInteractivePty(t *testing.T) {
 	tm.expect("iovfs:/tmp# ")
 	tm.send("echo status=$?\r")
 	tm.expect("status=130\r\n")
+	tm.expect("iovfs:/tmp# ")
+
+	// Ctrl-C stops a program that computes without end, and a
+	// background job's end is reported before the next prompt.
+	tm.send("/opt/spin\r")
+	time.Sleep(300 * time.Millisecond)
+	tm.send("\x03")
+	// The program reads the terminal while it runs (its standard input
+	// is the shell's): type only at the new prompt.
+	tm.expect("^C")
+	tm.expect("iovfs:/tmp# ")
+	tm.send("echo spin=$?\r")
+	tm.expect("spin=130\r\n")
+	tm.send("(exit 3) &\r")
+	tm.expect("[1] ")
+	time.Sleep(500 * time.Millisecond)
+	tm.send("\r")
+	tm.expect("[1]+  Exit 3                  (exit 3)")
 	tm.expect("iovfs:/tmp# ")
 
 	// Ctrl-D leaves with the last status.

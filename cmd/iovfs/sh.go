@@ -28,10 +28,12 @@ const shUsage = `usage: iovfs sh [OPTIONS] [-c SCRIPT [NAME [ARGS...]] | FILE [A
 
 Runs a POSIX shell inside the process, on an iovfs namespace: tmpfs at /,
 devfs at /dev (null, zero, full, random, urandom, loop-control, loop0-7,
-ram0), tmpfs at /tmp, an empty /mnt. No host program is ever run: every
-command is a builtin written in Go ("help" lists them), working on the
-namespace. Without -c or FILE the shell is interactive, with line
-editing, history (~/.iovfs_history) and tab completion.
+ram0), tmpfs at /tmp, an empty /mnt. No host program is ever run: a
+command is a builtin written in Go ("help" lists them), or a WebAssembly
+(wasip1) program found on $PATH in the namespace, run in a process of its
+own; pipes, redirections, & and wait work across both. Without -c or FILE
+the shell is interactive, with line editing, history (~/.iovfs_history),
+tab completion and Ctrl-C.
 
 options:
   -c SCRIPT                          run SCRIPT and exit with its status
@@ -50,6 +52,9 @@ options:
                                      HOSTDIR/upper and HOSTDIR/work, the kernel's
                                      overlayfs format (one --image)
   --user UID[:GID]                   run as this unprivileged user
+  --cachedir DIR                     keep compiled programs in the host directory
+                                     DIR across runs (by default they are kept
+                                     for the life of the shell only)
   -h, --help                         show this help
 
 examples:
@@ -59,6 +64,7 @@ examples:
   iovfs sh --mount hostfs:$PWD:/mnt/h -c 'cp -r /mnt/h/docs /tmp; du -sh /tmp/docs'
   iovfs sh --image base.img:/ --overlay-dir changes -c 'echo hi > /etc/motd'
   iovfs sh --user 1000:1000          # interactive, unprivileged
+  iovfs sh --mount hostfs:$PWD/bin:/bin -c 'ls -l /tmp | mytool.wasm --count'
 `
 
 // shArgs are the parsed arguments of "iovfs sh".
@@ -69,6 +75,7 @@ type shArgs struct {
 	user           string
 	overlay        bool   // --overlay or --overlay-dir
 	overlayDir     string // --overlay-dir
+	cacheDir       string
 	params         []string
 	help           bool
 }
@@ -142,6 +149,10 @@ func parseShOptions(args []string) (shArgs, error) {
 				return a, errors.New("--image needs an image file")
 			}
 			a.images = append(a.images, v)
+		case "--cachedir":
+			if a.cacheDir, err = val(); err != nil {
+				return a, err
+			}
 		case "--user":
 			if a.user, err = val(); err != nil {
 				return a, err
@@ -292,6 +303,7 @@ func runSh(args []string, stdout, stderr io.Writer) int {
 		Bench: func(ctx context.Context, args []string, out, errw io.Writer) int {
 			return runBench(args, out, errw)
 		},
+		CacheDir: a.cacheDir,
 	}
 	switch {
 	case hasScript:
@@ -299,6 +311,7 @@ func runSh(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return c.fail("%v", err)
 		}
+		defer sh.Close()
 		return sh.RunScript(context.Background(), strings.NewReader(script), "")
 	case file != "":
 		if st, err := os.Stat(file); err == nil && st.IsDir() {
@@ -315,6 +328,7 @@ func runSh(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return c.fail("%v", err)
 		}
+		defer sh.Close()
 		return sh.RunScript(context.Background(), f, file)
 	}
 	o.Interactive = true
@@ -322,6 +336,7 @@ func runSh(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail("%v", err)
 	}
+	defer sh.Close()
 	return interactive(sh, filepath.Join(home, ".iovfs_history"), stdout, stderr)
 }
 
@@ -383,6 +398,7 @@ func interactive(sh *shell.Shell, histFile string, stdout, stderr io.Writer) int
 	var buf strings.Builder
 	for {
 		if buf.Len() == 0 {
+			sh.Notify() // jobs that ended, as bash reports them before a prompt
 			rl.SetPrompt(prompt(sh))
 		} else {
 			rl.SetPrompt("> ")
