@@ -78,27 +78,34 @@ func removedDir(n Node) bool {
 	return false
 }
 
-// lockRename takes the locks of directories a and b for a rename, as
-// Linux's lock_rename: one lock if they share it; otherwise, under the
+// lockRename takes the locks of the parents of rename r, as Linux's
+// lock_rename: one lock if they share it; otherwise, under the
 // namespace's rename mutex (held until unlockRename), so that no
 // directory moves while the ancestry is decided, an ancestor before its
 // descendant, and two unrelated directories by the address of their
 // locks. It returns the two locks (the same one twice when shared);
-// unlockRename drops them.
-func (ns *Namespace) lockRename(a, b location) (*DirLock, *DirLock) {
+// unlockRename drops them. Like lock_rename's trap, it records in r the
+// child of either parent on the path to the other (otrap, ntrap), which
+// lookupRename compares with the source and the target.
+func (ns *Namespace) lockRename(r *renameOp) (*DirLock, *DirLock) {
+	a, b := r.odir, r.ndir
 	la, lb := ns.dirLock(a.node), ns.dirLock(b.node)
 	if la == lb {
 		la.mu.Lock()
+		if a.node != b.node { // a shared lock: no directory of theirs moves now
+			r.otrap = ns.childToward(a, b)
+			r.ntrap = ns.childToward(b, a)
+		}
 		return la, lb
 	}
 	ns.renameMu.Lock()
 	first, second := la, lb
-	switch {
-	case ns.isAncestor(a, b):
-	case ns.isAncestor(b, a):
-		first, second = lb, la
-	case uintptr(unsafe.Pointer(lb)) < uintptr(unsafe.Pointer(la)):
-		first, second = lb, la
+	if r.otrap = ns.childToward(a, b); r.otrap == nil {
+		if r.ntrap = ns.childToward(b, a); r.ntrap != nil {
+			first, second = lb, la
+		} else if uintptr(unsafe.Pointer(lb)) < uintptr(unsafe.Pointer(la)) {
+			first, second = lb, la
+		}
 	}
 	first.mu.Lock()
 	second.mu.Lock()

@@ -40,6 +40,10 @@ type renameOp struct {
 	old, target    location // target.node is nil when newpath is free
 	oldIsDir       bool
 	newIsDir       bool
+	// otrap is the child of odir on the path down to ndir when odir is
+	// an ancestor of ndir, ntrap the same the other way, else nil
+	// (lockRename).
+	otrap, ntrap Node
 }
 
 // rename is do_renameat2 and vfs_rename, in their order of checks: the
@@ -64,7 +68,7 @@ func (p *Proc) rename(olddirfd int, oldpath string, newdirfd int, newpath string
 	if err := r.checkNames(); err != nil {
 		return err
 	}
-	la, lb := p.ns.lockRename(r.odir, r.ndir)
+	la, lb := p.ns.lockRename(&r)
 	defer p.ns.unlockRename(la, lb)
 	p.ns.rename.writeBegin()
 	defer p.ns.rename.writeEnd()
@@ -134,10 +138,10 @@ func (ns *Namespace) lookupRename(r *renameOp) error {
 	if !r.oldIsDir && (r.otrail || !exchange && r.ntrail) {
 		return errENOTDIR
 	}
-	if r.oldIsDir && ns.isAncestor(r.old, r.ndir) {
+	if r.oldIsDir && r.old.node == r.otrap {
 		return errEINVAL // the source is an ancestor of the target
 	}
-	if r.target.node != nil && r.newIsDir && ns.isAncestor(r.target, r.odir) {
+	if r.target.node != nil && r.newIsDir && r.target.node == r.ntrap {
 		if exchange {
 			return errEINVAL
 		}
@@ -208,20 +212,19 @@ func (p *Proc) renameLocked(r *renameOp, c *creds, la, lb *DirLock) error {
 
 func isNormal(name string) bool { return name != "" && name != "." && name != ".." }
 
-// isAncestor reports whether a is loc or one of its ancestors within the
-// mount of loc.
-func (ns *Namespace) isAncestor(a, loc location) bool {
-	for {
-		if loc.node == a.node {
-			return true
-		}
-		if loc.node == loc.mnt.root {
-			return false
-		}
+// childToward returns the child of a on the path up from loc to a, when
+// a is a proper ancestor of loc within loc's mount (loc itself when a is
+// its parent), and nil otherwise.
+func (ns *Namespace) childToward(a, loc location) Node {
+	for loc.node != a.node && loc.node != loc.mnt.root {
 		up := ns.parentOf(loc)
 		if up.node == loc.node || up.mnt != loc.mnt {
-			return false
+			return nil
+		}
+		if up.node == a.node {
+			return loc.node
 		}
 		loc = up
 	}
+	return nil
 }
