@@ -47,10 +47,15 @@ func (p *Proc) openTmpfile(dirfd int, path string, flags int, perm uint32, resol
 	if err != nil {
 		return nil, err
 	}
+	return p.tmpfileIn(w.cred, dir, flags, perm)
+}
+
+// tmpfileIn is O_TMPFILE's open in dir for c, once dir is found: do_tmpfile
+// after its walk.
+func (p *Proc) tmpfileIn(c *creds, dir location, flags int, perm uint32) (*file, error) {
 	if !isDir(dir.node) {
 		return nil, errENOTDIR
 	}
-	c := w.cred
 	if err := c.permission(dir, MayWrite|MayExec); err != nil {
 		return nil, err
 	}

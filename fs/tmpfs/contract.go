@@ -40,6 +40,7 @@ var (
 	_ vfs.Xattrer     = (*File)(nil)
 
 	_ vfs.FileSystem = (*FS)(nil)
+	_ vfs.Exporter   = (*FS)(nil)
 	_ vfs.Statfser   = (*FS)(nil)
 
 	_ vfs.Appender   = (*OpenFile)(nil)

@@ -74,8 +74,7 @@ func (d *Dir) free() {
 	if !dead || d.pins.Load() != 0 || d.freed.Swap(true) {
 		return
 	}
-	d.dropXattrs()
-	d.fs.inodes.Add(-1)
+	d.evict()
 }
 
 // Stat implements vfs.Node. Nlink is 2 plus the subdirectories, and 0 once

@@ -181,9 +181,8 @@ func (f *File) free() {
 	f.fs.releasePages(f.pages.truncate(0))
 	f.unwritten = pageRanges{}
 	if !f.freed {
-		f.dropXattrs()
 		f.freed = true
-		f.fs.inodes.Add(-1)
+		f.evict()
 	}
 }
 

@@ -25,6 +25,9 @@ type node interface {
 type inode struct {
 	fs  *FS
 	ino uint64
+	gen uint32 // i_generation, for file handles (handles.go)
+	// hashed says whether the inode is in fs.table (handles.go).
+	hashed atomic.Uint32
 
 	// mu serialises changes to nlink and to the attributes (Linux's
 	// inode lock around notify_change and link counts).
@@ -72,6 +75,7 @@ func (n *inode) base() *inode { return n }
 func (n *inode) init(fs *FS, dir *Dir, mode uint32, c vfs.Cred, now instant) {
 	n.fs = fs
 	n.ino = fs.nextIno.Add(1)
+	n.gen = newGeneration()
 	gid := c.Gid
 	if dir != nil && dir.mode.Load()&unix.S_ISGID != 0 {
 		gid = dir.gid.Load()
@@ -88,6 +92,14 @@ func (n *inode) init(fs *FS, dir *Dir, mode uint32, c vfs.Cred, now instant) {
 	n.btime = now.wall
 	n.setAtime(now.wall, now)
 	n.initACL(dir, c)
+}
+
+// evict gives the inode back when it goes (shmem_evict_inode): its
+// xattr space, its place in the inode table and in nr_inodes.
+func (n *inode) evict() {
+	n.dropXattrs()
+	n.fs.table.remove(n)
+	n.fs.inodes.Add(-1)
 }
 
 // stat fills the fields of st that every node type reports the same way

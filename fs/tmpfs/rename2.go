@@ -67,7 +67,7 @@ func (d *Dir) Rename(oldName string, newDir vfs.Node, newName string, flags uint
 		if err == nil {
 			d.add(oldName, ws, clockNow().wall)
 		} else {
-			d.fs.inodes.Add(-1)
+			ws.evict()
 		}
 	}
 	unlock()

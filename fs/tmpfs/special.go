@@ -44,8 +44,7 @@ func (s *Special) free() {
 	if s.nlink.Load() != 0 || s.pins.Load() != 0 || s.freed.Swap(true) {
 		return
 	}
-	s.dropXattrs()
-	s.fs.inodes.Add(-1)
+	s.evict()
 }
 
 // Mknod implements vfs.Mknoder: a regular file (as Create), or a FIFO,

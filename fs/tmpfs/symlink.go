@@ -49,6 +49,5 @@ func (s *Symlink) free() {
 	if s.paged {
 		s.fs.releasePages(1)
 	}
-	s.dropXattrs()
-	s.fs.inodes.Add(-1)
+	s.evict()
 }

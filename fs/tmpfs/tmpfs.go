@@ -238,6 +238,8 @@ type FS struct {
 	nextIno atomic.Uint64
 	// xattrSpace is the inode space user xattrs take (xattr.go).
 	xattrSpace atomic.Int64
+	// table finds a live inode by number, for file handles (handles.go).
+	table inodeTable
 }
 
 // New returns an empty tmpfs with the given options.
