@@ -558,6 +558,18 @@ func TestMountOptionsKernel(t *testing.T) {
 		"lowerdir=l,workdir=w",
 		"lowerdir=l,upperdir=l,workdir=w",
 		"lowerdir=l,upperdir=u,workdir=w,redirect_dir=off,index=off,metacopy=off,xino=off",
+		"lowerdir=nope",
+		"lowerdir=f",
+		"lowerdir=nope:l",
+		"lowerdir=l:nope",
+		"lowerdir=l,upperdir=nope",
+		"lowerdir=l,workdir=nope",
+		"lowerdir=l,upperdir=u,workdir=nope",
+		"lowerdir=nope,bogus",
+		"bogus,lowerdir=nope",
+		"lowerdir=",
+		"lowerdir=l,upperdir=",
+		"",
 	} {
 		kerr := unix.Mount("overlay", "m", "overlay", 0, opts)
 		if kerr == nil {

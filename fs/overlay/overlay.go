@@ -41,6 +41,14 @@ type Options struct {
 // implemented: asking for one gives an error that wraps EINVAL, as does
 // an unknown option.
 func ParseOptions(data string) (Options, error) {
+	return parseOptions(data, nil)
+}
+
+// parseOptions is ParseOptions calling resolve, unless nil, with each
+// directory as its option is parsed: the kernel's ovl_parse_param looks
+// each one up then, so that a missing directory is reported before an
+// option after it is parsed and before the options are checked together.
+func parseOptions(data string, resolve func(opt, path string) error) (Options, error) {
 	var o Options
 	for _, opt := range splitEscaped(data, ',') {
 		k, v, hasV := strings.Cut(opt, "=")
@@ -59,11 +67,24 @@ func ParseOptions(data string) (Options, error) {
 					return bad("data-only lower layers (::) are not implemented:")
 				}
 				o.Lower = append(o.Lower, unescape(l))
+				if resolve != nil {
+					if err := resolve(k, o.Lower[len(o.Lower)-1]); err != nil {
+						return Options{}, err
+					}
+				}
 			}
-		case "upperdir":
-			o.Upper = unescape(v)
-		case "workdir":
-			o.Work = unescape(v)
+		case "upperdir", "workdir":
+			path := unescape(v)
+			if k == "upperdir" {
+				o.Upper = path
+			} else {
+				o.Work = path
+			}
+			if resolve != nil && path != "" {
+				if err := resolve(k, path); err != nil {
+					return Options{}, err
+				}
+			}
 		case "userxattr", "default_permissions":
 			if hasV {
 				return bad("unexpected value in")
@@ -195,11 +216,32 @@ func errno(err error) error {
 // as the kernel looks them up, relative to its current directory.
 // Source is ignored, as the kernel ignores it.
 func Mount(req vfs.MountRequest) (vfs.FileSystem, error) {
-	o, err := ParseOptions(req.Data)
+	p := req.Proc
+	o, err := parseOptions(req.Data, func(opt, path string) error {
+		fd, err := openDir(p, opt, path)
+		if err == nil {
+			p.Close(fd)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return New(req.Proc, o)
+	return New(p, o)
+}
+
+// openDir opens the directory path for the option opt, with the error
+// the kernel's ovl_mount_dir gives.
+func openDir(p *vfs.Proc, opt, path string) (int, error) {
+	fd, err := p.Open(path, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		err = errno(err)
+		if err == unix.ENOTDIR {
+			err = unix.EINVAL // ovl_mount_dir: "is not a directory"
+		}
+		return -1, fmt.Errorf("overlay: %s %q: %w", opt, path, err)
+	}
+	return fd, nil
 }
 
 // New makes an overlay of the directories o names, looked up by p (as
@@ -208,12 +250,10 @@ func Mount(req vfs.MountRequest) (vfs.FileSystem, error) {
 // lowerdir, an upperdir without workdir (or the reverse), a single lower
 // directory without an upper one, directories that are not directories,
 // a workdir on another mount than the upperdir or inside it; ENOENT for a
-// directory that does not exist. They wrap a syscall.Errno and say which
-// option is wrong.
+// directory that does not exist, which is looked for first (lowerdir,
+// upperdir, workdir), as the kernel looks each up while it parses the
+// options. They wrap a syscall.Errno and say which option is wrong.
 func New(p *vfs.Proc, o Options) (*FS, error) {
-	if err := o.check(); err != nil {
-		return nil, err
-	}
 	d := Dirs{Upper: -1, Work: -1, UserXattr: o.UserXattr}
 	defer func() {
 		for _, fd := range append(d.Lower, d.Upper, d.Work) {
@@ -222,32 +262,26 @@ func New(p *vfs.Proc, o Options) (*FS, error) {
 			}
 		}
 	}()
-	open := func(opt, path string) (int, error) {
-		fd, err := p.Open(path, unix.O_PATH|unix.O_DIRECTORY, 0)
-		if err != nil {
-			err = errno(err)
-			if err == unix.ENOTDIR {
-				err = unix.EINVAL // ovl_mount_dir: "is not a directory"
-			}
-			return -1, fmt.Errorf("overlay: %s %q: %w", opt, path, err)
-		}
-		return fd, nil
-	}
-	var err error
-	if o.Upper != "" {
-		if d.Upper, err = open("upperdir", o.Upper); err != nil {
-			return nil, err
-		}
-		if d.Work, err = open("workdir", o.Work); err != nil {
-			return nil, err
-		}
-	}
 	for _, l := range o.Lower {
-		fd, err := open("lowerdir", l)
+		fd, err := openDir(p, "lowerdir", l)
 		if err != nil {
 			return nil, err
 		}
 		d.Lower = append(d.Lower, fd)
+	}
+	var err error
+	if o.Upper != "" {
+		if d.Upper, err = openDir(p, "upperdir", o.Upper); err != nil {
+			return nil, err
+		}
+	}
+	if o.Work != "" {
+		if d.Work, err = openDir(p, "workdir", o.Work); err != nil {
+			return nil, err
+		}
+	}
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	return Open(p, d)
 }
