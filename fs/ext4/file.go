@@ -10,25 +10,41 @@ package ext4
 // (pread on a shared descriptor). The only mutable state of a handle is
 // its mapping cache, a seqlock (mapCache), so readers never block each
 // other and never see a torn Mapping.
+//
+// On a read-write mount the same path reads beside the Writer without its
+// lock: it takes the inode's snapshot and sequence count
+// (disk.Volume.Snapshot), reads (a cached mapping counts only if it was
+// found at that count), and checks the count (disk.Ref.Valid); if the
+// inode changed meanwhile (a write, a truncate, a free of the blocks it
+// mapped) the bytes are read again through disk.Volume.Read, so a read
+// never returns bytes of a block another file took over. File data is
+// copied from device memory when the device can be mapped (mem), as dax
+// does, and otherwise read from the device; a mount with data=journal,
+// whose data may sit in the running transaction, reads it through the
+// volume (viaVol).
 
 import (
-	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/iovfs/iovfs/block"
+	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"github.com/iovfs/iovfs/iov"
 )
 
 var errEINVAL error = syscall.EINVAL
 
-// handle is an open regular file. It implements vfs.Reader and
-// vfs.IterReader.
+// handle is an open regular file.
 type handle struct {
-	fs *FS
-	in *disk.Inode
-	c  mapCache
+	fs  *FS
+	ref *disk.Ref
+	c   mapCache
+	// On a read-write mount: as is who writes act for, &caller, the
+	// opener (both set at open and never changed); the handle holds the
+	// inode from Open to Release.
+	as     *disk.Caller
+	caller disk.Caller
 }
 
 // mapCache holds the last Mapping a handle used, like ExtentCache, but
@@ -45,6 +61,9 @@ type mapCache struct {
 	logical  atomic.Uint64
 	length   atomic.Uint64 // 0: empty
 	physical atomic.Uint64 // or cacheZeros
+	// iseq is the inode's sequence count the mapping was found at: it
+	// holds while the count has not moved (always, read-only).
+	iseq atomic.Uint64
 }
 
 // cacheZeros, in mapCache.physical, marks a run that reads as zeros: a
@@ -67,15 +86,17 @@ type run struct {
 // zeros reports whether the run reads as zeros (a hole or unwritten).
 func (r run) zeros() bool { return r.physical&cacheZeros != 0 }
 
-// lookup returns the cached run if it holds logical block lblk.
-func (c *mapCache) lookup(lblk uint64) (run, bool) {
+// lookup returns the cached run if it holds logical block lblk and was
+// found at the inode's sequence count iseq.
+func (c *mapCache) lookup(lblk, iseq uint64) (run, bool) {
 	s := c.seq.Load()
 	r := run{logical: c.logical.Load(), length: c.length.Load(), physical: c.physical.Load()}
+	is := c.iseq.Load()
 	// s&^1 != s while a store is under way, so an odd s never matches.
-	return r, c.seq.Load() == s&^1 && lblk-r.logical < r.length
+	return r, c.seq.Load() == s&^1 && lblk-r.logical < r.length && is == iseq
 }
 
-func (c *mapCache) store(m disk.Mapping) {
+func (c *mapCache) store(m disk.Mapping, iseq uint64) {
 	s := c.seq.Load()
 	if s&1 != 0 || !c.seq.CompareAndSwap(s, s+1) {
 		return // another goroutine is storing; its mapping is as good
@@ -87,17 +108,19 @@ func (c *mapCache) store(m disk.Mapping) {
 	c.logical.Store(m.Logical)
 	c.length.Store(m.Len)
 	c.physical.Store(p)
+	c.iseq.Store(iseq)
 	c.seq.Store(s + 2)
 }
 
-// mapSlow finds the run that holds logical block lblk by walking the
-// extent tree, on a cache miss, and caches it.
-func (h *handle) mapSlow(lblk uint64) (run, error) {
-	m, err := h.fs.vol.MapBlocks(h.in, nil, lblk)
+// mapSlow finds the run of inode in (read at count iseq) that holds
+// logical block lblk by walking the extent tree, on a cache miss, and
+// caches it.
+func (h *handle) mapSlow(in *disk.Inode, iseq, lblk uint64) (run, error) {
+	m, err := h.fs.vol.MapBlocks(in, nil, lblk)
 	if err != nil {
 		return run{}, err
 	}
-	h.c.store(m)
+	h.c.store(m, iseq)
 	return runOf(m), nil
 }
 
@@ -135,10 +158,10 @@ func (fs *FS) devOffRun(r run, pos uint64) int64 {
 	return int64(r.physical<<fs.bsBits + (pos - r.logical<<fs.bsBits))
 }
 
-// limit applies pread's end-of-file rule: the bytes readable at off, at
-// most want; 0 at or past the end.
-func (h *handle) limit(off int64, want int) int {
-	size := h.in.Size
+// limit applies pread's end-of-file rule to inode in: the bytes readable
+// at off, at most want; 0 at or past the end.
+func limit(in *disk.Inode, off int64, want int) int {
+	size := in.Size
 	if uint64(off) >= size {
 		return 0
 	}
@@ -161,14 +184,18 @@ func (h *handle) Read(p []byte, off int64) (n int, err error) {
 	if off < 0 {
 		return 0, errEINVAL
 	}
-	p = p[:h.limit(off, len(p))]
+	in, s, ok := h.fs.vol.Snapshot(h.ref)
+	if !ok {
+		return h.readRetry(p, off)
+	}
+	p = p[:limit(in, off, len(p))]
 	// dax, the whole read inside the cached run: one copy, guarded here
 	// as block.Copy guards it (a fault gives EIO), which saves a call. An
 	// empty cache misses, and so does an inline_data file (never cached).
 	if fs := h.fs; fs.mem != nil && len(p) > 0 {
 		bits := fs.bsBits & 63 // 10 to 16; masked, the shifts skip Go's test for counts of 64 or more
 		pos := uint64(off)
-		r, ok := h.c.lookup(pos >> bits)
+		r, ok := h.c.lookup(pos>>bits, s)
 		if ok && (pos+uint64(len(p)-1))>>bits-r.logical < r.length && !r.zeros() {
 			dev := int64(r.physical<<bits + (pos - r.logical<<bits))
 			src := fs.mem[dev : dev+int64(len(p))]
@@ -182,28 +209,47 @@ func (h *handle) Read(p []byte, off int64) (n int, err error) {
 			}()
 			n = copy(p, src)
 			debug.SetPanicOnFault(old)
-			return n, nil
+			if h.ref.Valid(s) {
+				return n, nil
+			}
+			return h.readRetry(p, off)
 		}
 	}
-	return h.read(p, off)
+	n, err = h.read(in, s, p, off)
+	if h.ref.Valid(s) {
+		return n, h.fs.check("ext4_file_read_iter", err)
+	}
+	return h.readRetry(p, off)
 }
 
-// read is Read past the end-of-file clip, for every case the dax fast
-// path does not take: one copy, device read or clear per run.
-func (h *handle) read(p []byte, off int64) (int, error) {
+// readRetry is Read through disk.Volume.Read: for a read that met a
+// change of the inode, or could not start without the lock.
+func (h *handle) readRetry(p []byte, off int64) (n int, err error) {
+	err = h.fs.vol.Read(h.ref, func(in *disk.Inode) error {
+		var rerr error
+		n, rerr = h.read(in, h.ref.Seq(), p[:limit(in, off, len(p))], off)
+		return rerr
+	})
+	return n, h.fs.check("ext4_file_read_iter", err)
+}
+
+// read is Read of inode in, read at count s, past the end-of-file clip,
+// for every case the dax fast path does not take: one copy, device read
+// or clear per run.
+func (h *handle) read(in *disk.Inode, s uint64, p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if h.in.Flags&disk.FlagInlineData != 0 {
-		return h.fs.vol.ReadAt(h.in, nil, p, off)
+	if in.Flags&disk.FlagInlineData != 0 || h.fs.viaVol {
+		return h.fs.vol.ReadAt(in, nil, p, off)
 	}
 	done := 0
 	for done < len(p) {
 		pos := uint64(off) + uint64(done)
-		r, ok := h.c.lookup(pos >> h.fs.bsBits)
+		r, ok := h.c.lookup(pos>>h.fs.bsBits, s)
 		var err error
 		if !ok {
-			if r, err = h.mapSlow(pos >> h.fs.bsBits); err != nil {
+			if r, err = h.mapSlow(in, s, pos>>h.fs.bsBits); err != nil {
 				return partial(done, err)
 			}
 		}
@@ -211,8 +257,11 @@ func (h *handle) read(p []byte, off int64) (int, error) {
 		k := len(chunk)
 		if r.zeros() {
 			clear(chunk) // holes and unwritten extents read as zeros
-		} else if mem := h.fs.mem; mem != nil { // dax, the whole device mapped: one guarded copy
+		} else if mem := h.fs.mem; mem != nil { // the whole device mapped: one guarded copy
 			dev := h.fs.devOffRun(r, pos)
+			if dev < 0 || dev > int64(len(mem))-int64(k) {
+				return partial(done, syscall.EIO) // a mapping past the device: a corrupt extent
+			}
 			if k, err = block.Copy(chunk, mem[dev:dev+int64(k)]); err != nil {
 				return partial(done, err)
 			}
@@ -230,20 +279,22 @@ func (h *handle) ReadIter(dst iov.Iter, off int64) (n int, err error) {
 	if off < 0 {
 		return 0, errEINVAL
 	}
-	dst.Truncate(h.limit(off, dst.Len()))
-	if dst.Len() == 0 {
-		return 0, nil
+	in, s, ok := h.fs.vol.Snapshot(h.ref)
+	if !ok {
+		return h.readIterRetry(dst, off)
 	}
-	if h.in.Flags&disk.FlagInlineData != 0 {
-		return h.readInlineIter(dst, off)
+	d := dst
+	d.Truncate(limit(in, off, d.Len()))
+	if d.Len() == 0 {
+		return 0, nil
 	}
 	// dax, the whole read inside the cached run: one copy into the
 	// segments, guarded here as Read's fast path guards its copy, without
 	// the loop's calls.
-	if fs := h.fs; fs.mem != nil {
+	if fs := h.fs; fs.mem != nil && in.Flags&disk.FlagInlineData == 0 {
 		bits := fs.bsBits & 63
-		pos, want := uint64(off), dst.Len()
-		r, ok := h.c.lookup(pos >> bits)
+		pos, want := uint64(off), d.Len()
+		r, ok := h.c.lookup(pos>>bits, s)
 		if ok && (pos+uint64(want-1))>>bits-r.logical < r.length && !r.zeros() {
 			dev := int64(r.physical<<bits + (pos - r.logical<<bits))
 			src := fs.mem[dev : dev+int64(want)]
@@ -255,17 +306,50 @@ func (h *handle) ReadIter(dst iov.Iter, off int64) (n int, err error) {
 					n, err = 0, block.Fault(recover())
 				}
 			}()
-			n = iov.CopyAll(dst, src)
+			n = iov.CopyAll(d, src)
 			debug.SetPanicOnFault(old)
-			return n, nil
+			if h.ref.Valid(s) {
+				return n, nil
+			}
+			return h.readIterRetry(dst, off)
 		}
+	}
+	n, err = h.readIter(in, s, d, off)
+	if h.ref.Valid(s) {
+		return n, h.fs.check("ext4_file_read_iter", err)
+	}
+	return h.readIterRetry(dst, off)
+}
+
+// readIterRetry is ReadIter through disk.Volume.Read (see readRetry).
+// dst is a copy each run starts afresh from.
+func (h *handle) readIterRetry(dst iov.Iter, off int64) (n int, err error) {
+	err = h.fs.vol.Read(h.ref, func(in *disk.Inode) error {
+		d := dst
+		d.Truncate(limit(in, off, d.Len()))
+		if d.Len() == 0 {
+			n = 0
+			return nil
+		}
+		var rerr error
+		n, rerr = h.readIter(in, h.ref.Seq(), d, off)
+		return rerr
+	})
+	return n, h.fs.check("ext4_file_read_iter", err)
+}
+
+// readIter is ReadIter of inode in, read at count s, past the end-of-file
+// clip (dst is not empty).
+func (h *handle) readIter(in *disk.Inode, s uint64, dst iov.Iter, off int64) (n int, err error) {
+	if in.Flags&disk.FlagInlineData != 0 || h.fs.viaVol {
+		return h.readVolIter(in, dst, off)
 	}
 	done := 0
 	for dst.Len() > 0 {
 		pos := uint64(off) + uint64(done)
-		r, ok := h.c.lookup(pos >> h.fs.bsBits)
+		r, ok := h.c.lookup(pos>>h.fs.bsBits, s)
 		if !ok {
-			if r, err = h.mapSlow(pos >> h.fs.bsBits); err != nil {
+			if r, err = h.mapSlow(in, s, pos>>h.fs.bsBits); err != nil {
 				return partial(done, err)
 			}
 		}
@@ -281,11 +365,12 @@ func (h *handle) ReadIter(dst iov.Iter, off int64) (n int, err error) {
 	return done, nil
 }
 
-// readInlineIter serves an inline_data file, at most a few hundred bytes
-// kept in the inode, through a temporary buffer: not a hot path.
-func (h *handle) readInlineIter(dst iov.Iter, off int64) (int, error) {
+// readVolIter reads through the volume, into a temporary buffer: an
+// inline_data file, at most a few hundred bytes kept in the inode, or a
+// data=journal mount's file. Not a hot path.
+func (h *handle) readVolIter(in *disk.Inode, dst iov.Iter, off int64) (int, error) {
 	tmp := make([]byte, dst.Len())
-	n, err := h.fs.vol.ReadAt(h.in, nil, tmp, off)
+	n, err := h.fs.vol.ReadAt(in, nil, tmp, off)
 	if n > 0 {
 		return dst.CopyOut(tmp[:n]), nil
 	}

@@ -19,10 +19,12 @@ package ext4
 //
 // Consistency: on a read-only mount a listing never changes while
 // mounted; an invalidation of the device (a write to it by another path,
-// a loop rebinding) drops them with the blocks. A read-write mount's
-// directories (rwDir) keep listings too (rwlist.go), made under the
-// Writer's lock and dropped under it by every write of one of the
-// directory's blocks and when the directory is freed.
+// a loop rebinding) drops them with the blocks. On a read-write mount a
+// listing records the directory's sequence count (disk.Ref.Seq) at which
+// it was parsed, and is used only while the count has not moved: any
+// change the Writer makes to the directory moves it. There every listing
+// is parsed in one lock-free Read and then used outside it, stored if the
+// budget allows, else kept by the open directory alone.
 //
 // Concurrency: a listing is immutable once stored, but for evicted;
 // d.list is an atomic pointer. The eviction callback (dropList) runs
@@ -33,6 +35,7 @@ package ext4
 
 import (
 	"sync/atomic"
+	"syscall"
 
 	"github.com/iovfs/iovfs/block"
 	"github.com/iovfs/iovfs/fs/ext4/disk"
@@ -42,20 +45,20 @@ import (
 // listing is a directory's listing as a mount keeps it.
 type listing struct {
 	l *disk.DirList
-	// ent is its entry in the buffer cache, set before the listing is
-	// stored; evicted is set when the cache drops it.
-	ent     *block.Buf
-	evicted atomic.Bool
-	// On a read-write mount (rwlist.go): the directory's inode and the
-	// Writer's directory generation when the listing was made; both hold
-	// while the listing is stored, since any change to the directory
-	// drops it.
+	// in is the directory's inode as it was parsed, and gen its sequence
+	// count then (0 on a read-only mount, where it never moves).
 	in  *disk.Inode
 	gen uint64
+	// ent is its entry in the buffer cache, set before the listing is
+	// stored (nil for a listing too large to store); evicted is set when
+	// the cache drops it.
+	ent     *block.Buf
+	evicted atomic.Bool
 }
 
-// unlisted marks a directory that is listed from its blocks: inline, over
-// the budget, or with a block that failed to read or check.
+// unlisted marks a read-only mount's directory that is listed from its
+// blocks: inline, over the budget, or with a block that failed to read
+// or check.
 var unlisted = new(listing)
 
 // read is ReadDir from the listing: the entries but "." and ".." at or
@@ -64,15 +67,6 @@ func (l *listing) read(off int64, fn func(vfs.Dirent) bool) {
 	l.l.Read(off, func(name string, ino uint32, typ uint8, next int64) bool {
 		return fn(vfs.Dirent{Name: name, Ino: uint64(ino), Type: typ, Off: next})
 	})
-}
-
-// source is what a directory handle lists from with this listing: the
-// listing itself, nil for none.
-func (l *listing) source() *disk.DirList {
-	if l == nil {
-		return nil
-	}
-	return l.l
 }
 
 // listCounters are a file system's listing counters.
@@ -108,13 +102,8 @@ func (fs *FS) ListingStats() ListingStats {
 	if fs.lview != nil {
 		limit = fs.lview.Cache().Limit()
 	}
-	return fs.lists.stats(limit)
-}
-
-// stats returns the counters, with the budget limit.
-func (c *listCounters) stats(limit int64) ListingStats {
-	return ListingStats{Bytes: c.bytes.Load(), Peak: c.peak.Load(), Limit: limit,
-		Listings: c.lists.Load(), Hits: c.hits.Load(), Misses: c.misses.Load(), Dropped: c.dropped.Load()}
+	return ListingStats{Bytes: fs.lists.bytes.Load(), Peak: fs.lists.peak.Load(), Limit: limit,
+		Listings: fs.lists.lists.Load(), Hits: fs.lists.hits.Load(), Misses: fs.lists.misses.Load(), Dropped: fs.lists.dropped.Load()}
 }
 
 // drop counts out a listing of cost bytes the cache dropped.
@@ -124,21 +113,81 @@ func (c *listCounters) drop(cost int64) {
 	c.dropped.Add(1)
 }
 
-// cachedList returns d's listing, making it if the budget allows; nil if
-// d is listed from its blocks.
+// listing returns d's listing as it is now: the stored one while it
+// holds (always on a read-only mount, while the directory's count has
+// not moved on a read-write one), else a new one, stored if the budget
+// allows. On a read-only mount a directory listed from its blocks gives
+// nil. On a read-write one the listing is parsed in one Read: ENOENT for
+// a directory removed meanwhile, the damage for a directory that cannot
+// be parsed (the caller reports it, reading the blocks itself).
+func (d *dirNode) listing() (*listing, error) {
+	fs := d.fs
+	if fs.w == nil {
+		return d.cachedList(), nil
+	}
+	if l := d.list.Load(); l != nil && l.gen == d.ref.Seq() {
+		fs.lists.hits.Add(1)
+		l.ent.Touch()
+		return l, nil
+	}
+	fs.lists.misses.Add(1)
+	l := new(listing)
+	err := fs.vol.Read(d.ref, func(in *disk.Inode) error {
+		if in.Nlink == 0 {
+			return syscall.ENOENT // rmdir'ed while open: iterate_dir's IS_DEADDIR
+		}
+		dl, err := fs.vol.ParseList(in)
+		l.l, l.in, l.gen = dl, in, d.ref.Seq()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.store(l)
+	return l, nil
+}
+
+// store charges listing l to the budget and keeps it as d's, if it fits;
+// a listing it replaces is given back first.
+func (d *dirNode) store(l *listing) {
+	fs := d.fs
+	if fs.lview == nil || l.l.Cost() > fs.lview.Cache().Limit() {
+		return
+	}
+	if old := d.list.Load(); old != nil && old.ent != nil {
+		fs.lview.Uncharge(old.ent)
+	}
+	// A key of its own: an older listing of the directory, or of an
+	// inode its number named before, may still be charged.
+	if l.ent = fs.lview.Charge(fs.listIDs.Add(1), l.l.Cost(), func() { d.dropList(l) }); l.ent == nil {
+		return // no room now
+	}
+	fs.lists.add(l.l.Cost())
+	if !d.list.CompareAndSwap(nil, l) {
+		fs.lview.Uncharge(l.ent)
+		return
+	}
+	if l.evicted.Load() { // dropped before it was stored
+		d.list.CompareAndSwap(l, nil)
+	}
+}
+
+// cachedList returns a read-only mount's listing of d, making it if the
+// budget allows; nil if d is listed from its blocks.
 func (d *dirNode) cachedList() *listing {
+	fs := d.fs
 	if l := d.list.Load(); l != nil {
 		if l == unlisted {
-			d.fs.lists.misses.Add(1)
+			fs.lists.misses.Add(1)
 			return nil
 		}
-		d.fs.lists.hits.Add(1)
+		fs.lists.hits.Add(1)
 		l.ent.Touch()
 		return l
 	}
-	fs, in := d.fs, d.in
 	fs.lists.misses.Add(1) // this getdents reads blocks, to make a listing or without one
-	if fs.lview == nil || in.Flags&disk.FlagInlineData != 0 {
+	in, err := fs.vol.Current(d.ref)
+	if err != nil || fs.lview == nil || in.Flags&disk.FlagInlineData != 0 {
 		d.list.CompareAndSwap(nil, unlisted)
 		return nil
 	}
@@ -154,7 +203,7 @@ func (d *dirNode) cachedList() *listing {
 		d.list.CompareAndSwap(nil, unlisted)
 		return nil
 	}
-	l := &listing{l: dl}
+	l := &listing{l: dl, in: in}
 	if l.ent = fs.lview.Charge(uint64(in.Ino), dl.Cost(), func() { d.dropList(l) }); l.ent == nil {
 		return nil // no room now (every block held); a later getdents tries again
 	}

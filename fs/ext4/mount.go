@@ -18,7 +18,6 @@ import (
 	"github.com/iovfs/iovfs/fs/ext4/disk"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -253,37 +252,6 @@ func (o mountOpts) checkJournalOpts(journal bool) error {
 	return nil
 }
 
-// FS is a mounted ext2/3/4 volume. It implements vfs.FileSystem and
-// vfs.Shutdowner.
-type FS struct {
-	vol    *disk.Volume
-	b      *vfs.Backing // the source device, held open until Shutdown
-	dev    block.Device
-	bs     uint64
-	bsBits uint
-	opts   mountOpts
-
-	// dax is the device's direct accessor in dax mode, nil otherwise.
-	// mem, if not nil, is a view of the whole readable device taken at
-	// mount; it stays valid while b is held.
-	dax block.DirectAccessor
-	mem []byte
-
-	// mu protects nodes.
-	mu    sync.Mutex
-	nodes map[uint32]vfs.Node
-
-	statfs statfsCache // statfs.go
-
-	// lview is the buffer-cache view parsed directory listings are
-	// charged to (the metadata's, or for dax a cache of their own), nil
-	// without listings; lists counts them (listcache.go).
-	lview *block.View
-	lists listCounters
-
-	shutdown sync.Once
-}
-
 func mount(req vfs.MountRequest, logf func(string, ...any)) (vfs.FileSystem, error) {
 	opts, err := parseOpts(req.Data)
 	if err != nil {
@@ -292,10 +260,15 @@ func mount(req vfs.MountRequest, logf func(string, ...any)) (vfs.FileSystem, err
 	if req.Proc == nil {
 		return nil, fmt.Errorf("ext4: mount of %s without a process to open it: %w", req.Source, syscall.EINVAL)
 	}
-	if req.Flags&unix.MS_RDONLY == 0 {
-		return mountRW(req, opts, logf) // rwmount.go
+	ro := req.Flags&unix.MS_RDONLY != 0
+	mode := unix.O_RDONLY
+	if !ro {
+		if opts.path != ReadScalar {
+			return nil, fmt.Errorf("ext4: x-iovfs-read needs a read-only mount: %w", syscall.EINVAL)
+		}
+		mode = unix.O_RDWR
 	}
-	fd, err := req.Proc.Open(req.Source, unix.O_RDONLY, 0)
+	fd, err := req.Proc.Open(req.Source, mode, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -304,21 +277,11 @@ func mount(req vfs.MountRequest, logf func(string, ...any)) (vfs.FileSystem, err
 	if err != nil {
 		return nil, err
 	}
-	if !opts.noload {
-		if err := recoverReadOnly(req, b, logf); err != nil { // rwrecover.go
-			b.Release()
-			return nil, err
-		}
-	}
-	if err := orphansReadOnly(req, b, opts.noload, logf); err != nil { // rwrecover.go
-		b.Release()
-		return nil, err
-	}
-	fs, err := newFS(req.Source, b, opts, logf)
-	if err == nil {
-		if err = opts.checkJournalOpts(fs.vol.HasJournal() && !opts.noload); err != nil {
-			fs.closeVolume()
-		}
+	var fs *FS
+	if ro {
+		fs, err = mountRO(req, b, opts, logf)
+	} else {
+		fs, err = mountRW(req, b, opts, logf)
 	}
 	if err != nil {
 		b.Release()
@@ -327,7 +290,98 @@ func mount(req vfs.MountRequest, logf func(string, ...any)) (vfs.FileSystem, err
 	return fs, nil
 }
 
-func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)) (*FS, error) {
+// mountRO serves the volume on b read-only, after replaying its journal
+// (unless noload) and cleaning its orphans, as Linux's ro mount does
+// (recovery.go).
+func mountRO(req vfs.MountRequest, b *vfs.Backing, opts mountOpts, logf func(string, ...any)) (*FS, error) {
+	if !opts.noload {
+		if err := recoverReadOnly(req, b, logf); err != nil {
+			return nil, err
+		}
+	}
+	if err := orphansReadOnly(req, b, opts.noload, logf); err != nil {
+		return nil, err
+	}
+	fs, err := newFS(req.Source, b, opts)
+	if err != nil {
+		return nil, err
+	}
+	var vdev disk.Device = backingDevice{b: b, size: block.ReadEnd(fs.dev)}
+	vopt := disk.Options{Logf: logf}
+	switch {
+	case fs.mem != nil:
+		vdev = memDevice(fs.mem) // metadata straight from device memory
+	case opts.bcache != 0:
+		vopt.Cache, vopt.CacheDevice = block.NewCache(fs.cacheLimit()), fs.dev
+	}
+	if fs.vol, err = disk.Open(vdev, vopt); err != nil {
+		return nil, err
+	}
+	if err = opts.checkJournalOpts(fs.vol.HasJournal() && !opts.noload); err == nil {
+		err = fs.start()
+	}
+	if err != nil {
+		fs.closeVolume()
+		return nil, err
+	}
+	return fs, nil
+}
+
+// mountRW serves the volume on b read-write: a Writer changes it (features
+// it cannot keep correct give a *FeatureError, EINVAL; a journal that
+// needs recovery is replayed), and the Writer's Reader reads it without
+// its lock, through the buffer cache; file data is read from device
+// memory when the device can be mapped. dax writes file data into device
+// memory too (disk/rwdax.go).
+func mountRW(req vfs.MountRequest, b *vfs.Backing, opts mountOpts, logf func(string, ...any)) (*FS, error) {
+	fs, err := newFS(req.Source, b, opts)
+	if err != nil {
+		return nil, err
+	}
+	w, err := disk.OpenWriter(backingWDevice{backingDevice{b: b, size: block.ReadEnd(fs.dev)}}, disk.Options{Logf: logf, NoLoad: opts.noload, NoJournalChecksum: opts.noJCsum})
+	if err != nil {
+		return nil, err
+	}
+	if err := opts.checkJournalOpts(w.Journalled()); err != nil {
+		w.Close()
+		return nil, err
+	}
+	w.Batch = true
+	if opts.commit > 0 {
+		w.CommitInterval = opts.commit
+	}
+	w.Data, w.Errors = opts.data, opts.errors
+	w.MountPoint = req.Target
+	if fs.dax != nil {
+		w.UseDAX(fs.dax, fs.mem)
+	} else if da, ok := fs.dev.(block.DirectAccessor); ok {
+		// Not dax: data is written through the device, and read from its
+		// memory when all of it can be mapped.
+		fs.mem = wholeView(da, fs.dev)
+	}
+	fs.viaVol = opts.data == disk.DataJournal && w.Journalled()
+	vopt := disk.Options{Logf: logf}
+	if opts.bcache != 0 {
+		vopt.Cache, vopt.CacheDevice = block.NewCache(fs.cacheLimit()), fs.dev
+	}
+	if fs.vol, err = w.Reader(vopt); err != nil {
+		w.Close()
+		return nil, err
+	}
+	fs.w = w
+	w.OnRelease(fs.released)
+	w.StartCommitter()
+	if err := fs.start(); err != nil {
+		w.Close()
+		fs.closeVolume()
+		return nil, err
+	}
+	return fs, nil
+}
+
+// newFS is the FS of a mount of b, before its volume: the block device
+// (ENOTBLK otherwise) and, for dax, its direct access (EINVAL without).
+func newFS(src string, b *vfs.Backing, opts mountOpts) (*FS, error) {
 	dev, ok := block.Of(b.Handle())
 	if !ok {
 		return nil, fmt.Errorf("ext4: %s is not a block device: %w", src, syscall.ENOTBLK)
@@ -339,42 +393,32 @@ func newFS(src string, b *vfs.Backing, opts mountOpts, logf func(string, ...any)
 			return nil, err
 		}
 	}
-	var vdev disk.Device = backingDevice{b: b, size: block.ReadEnd(dev)}
-	vopt := disk.Options{Logf: logf}
-	switch {
-	case fs.mem != nil:
-		vdev = memDevice(fs.mem) // metadata straight from device memory
-	case opts.bcache != 0:
-		limit := opts.bcache
-		if limit < 0 {
-			limit = block.DefaultCacheLimit(block.ReadEnd(dev))
-		}
-		vopt.Cache, vopt.CacheDevice = block.NewCache(limit), dev
+	return fs, nil
+}
+
+// cacheLimit is the bcache= budget, or the default for the device.
+func (fs *FS) cacheLimit() int64 {
+	if fs.opts.bcache >= 0 {
+		return fs.opts.bcache
 	}
-	vol, err := disk.Open(vdev, vopt)
-	if err != nil {
-		return nil, err
-	}
-	fs.vol = vol
-	fs.bs = uint64(vol.BlockSize())
+	return block.DefaultCacheLimit(block.ReadEnd(fs.dev))
+}
+
+// start finishes a mount whose volume is open: the block size, the
+// listings' budget, the root's node.
+func (fs *FS) start() error {
+	fs.bs = uint64(fs.vol.BlockSize())
 	for fs.bs>>fs.bsBits > 1 {
 		fs.bsBits++
 	}
 	switch {
-	case vol.MetaView() != nil:
-		fs.lview = vol.MetaView() // listings share the blocks' budget
-	case fs.mem != nil && opts.bcache != 0:
-		limit := opts.bcache
-		if limit < 0 {
-			limit = block.DefaultCacheLimit(block.ReadEnd(dev))
-		}
-		fs.lview = block.NewCache(limit).View(dev, int(fs.bs))
+	case fs.vol.MetaView() != nil:
+		fs.lview = fs.vol.MetaView() // listings share the blocks' budget
+	case fs.mem != nil && fs.w == nil && fs.opts.bcache != 0:
+		fs.lview = block.NewCache(fs.cacheLimit()).View(fs.dev, int(fs.bs))
 	}
-	if _, err := fs.node(vol.Root()); err != nil {
-		fs.closeVolume()
-		return nil, err
-	}
-	return fs, nil
+	_, err := fs.nodeIno(fs.vol.Root())
+	return err
 }
 
 // probeDAX returns dev's direct accessor for a dax mount and, if the
@@ -390,76 +434,18 @@ func probeDAX(src string, dev block.Device) (block.DirectAccessor, []byte, error
 	if !ok {
 		return nil, nil, fmt.Errorf("ext4: dax: device %s does not offer direct access: %w", src, syscall.EINVAL)
 	}
-	var mem []byte
+	return da, wholeView(da, dev), nil
+}
+
+// wholeView is the view of the whole readable device, if it can map all
+// of itself, else nil.
+func wholeView(da block.DirectAccessor, dev block.Device) []byte {
 	if end := block.ReadEnd(dev); end > 0 && int64(int(end)) == end {
 		if m, err := da.DirectAccess(0, int(end)); err == nil && int64(len(m)) == end {
-			mem = m
+			return m
 		}
 	}
-	return da, mem, nil
-}
-
-// Root implements vfs.FileSystem.
-func (fs *FS) Root() vfs.Node {
-	n, _ := fs.node(fs.vol.Root()) // loaded by newFS, so cached
-	return n
-}
-
-// Volume returns the volume the file system serves.
-func (fs *FS) Volume() *disk.Volume { return fs.vol }
-
-// DAX reports whether file data is copied from device memory.
-func (fs *FS) DAX() bool { return fs.dax != nil }
-
-// Shutdown implements vfs.Shutdowner: it releases the source device.
-func (fs *FS) Shutdown() error {
-	var err error
-	fs.shutdown.Do(func() {
-		fs.closeVolume()
-		err = fs.b.Release()
-	})
-	return err
-}
-
-// closeVolume closes the volume and the listings' own cache view, if
-// they have one.
-func (fs *FS) closeVolume() {
-	if fs.lview != nil && fs.lview != fs.vol.MetaView() {
-		fs.lview.Close()
-	}
-	fs.vol.Close()
-}
-
-// node returns the cached node of inode ino, making it on first use.
-func (fs *FS) node(ino uint32) (vfs.Node, error) {
-	fs.mu.Lock()
-	n := fs.nodes[ino]
-	fs.mu.Unlock()
-	if n != nil {
-		return n, nil
-	}
-	in, err := fs.vol.Inode(ino)
-	if err != nil {
-		return nil, err
-	}
-	base := nodeBase{fs: fs, in: in}
-	switch in.Mode & disk.S_IFMT {
-	case disk.S_IFDIR:
-		n = &dirNode{nodeBase: base}
-	case disk.S_IFREG:
-		n = &fileNode{base}
-	case disk.S_IFLNK:
-		n = &linkNode{base}
-	default:
-		n = &specialNode{base}
-	}
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if old := fs.nodes[ino]; old != nil {
-		return old, nil // another goroutine made it first
-	}
-	fs.nodes[ino] = n
-	return n, nil
+	return nil
 }
 
 // backingDevice is the reader's Device over the held-open source.
@@ -476,6 +462,28 @@ func (d backingDevice) ReadAt(p []byte, off int64) (int, error) {
 	done := 0
 	for done < len(p) {
 		n, err := d.b.ReadAt(p[done:], off+int64(done))
+		done += n
+		if err != nil {
+			return done, err
+		}
+		if n == 0 {
+			return done, syscall.EIO
+		}
+	}
+	return done, nil
+}
+
+// backingWDevice is the Writer's device over the held-open source.
+type backingWDevice struct{ backingDevice }
+
+// Sync flushes the device's cache (EINVAL from a device without one is
+// ignored by the caller).
+func (d backingWDevice) Sync() error { return d.b.Sync() }
+
+func (d backingWDevice) WriteAt(p []byte, off int64) (int, error) {
+	done := 0
+	for done < len(p) {
+		n, err := d.b.WriteAt(p[done:], off+int64(done))
 		done += n
 		if err != nil {
 			return done, err

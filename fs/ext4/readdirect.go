@@ -10,25 +10,34 @@ import "syscall"
 // ReadDirect implements vfs.DirectReader: a view of the file's bytes from
 // off, up to n of them, as far as they are contiguous on the device. It
 // returns EOPNOTSUPP when the mount has no whole-device view (not dax, or
-// a device that cannot map all of itself), for inline data, and where
-// the data at off reads as zeros (a hole or an unwritten extent).
+// a device that cannot map all of itself), on a read-write mount (a view
+// kept after a truncate would show the blocks' next owner), for inline
+// data, and where the data at off reads as zeros (a hole or an unwritten
+// extent).
 func (h *handle) ReadDirect(off int64, n int) ([]byte, error) {
 	if off < 0 || n < 0 {
 		return nil, errEINVAL
 	}
 	mem := h.fs.mem
-	if mem == nil || h.in.Flags&disk.FlagInlineData != 0 {
+	if mem == nil || h.fs.w != nil {
+		return nil, syscall.EOPNOTSUPP // read-write: a view could outlive its blocks' owner
+	}
+	in, err := h.fs.vol.Current(h.ref)
+	if err != nil {
+		return nil, err
+	}
+	if in.Flags&disk.FlagInlineData != 0 {
 		return nil, syscall.EOPNOTSUPP
 	}
-	n = h.limit(off, n)
+	n = limit(in, off, n)
 	if n == 0 {
 		return nil, nil
 	}
 	pos := uint64(off)
-	r, ok := h.c.lookup(pos >> h.fs.bsBits)
+	r, ok := h.c.lookup(pos>>h.fs.bsBits, 0)
 	if !ok {
 		var err error
-		if r, err = h.mapSlow(pos >> h.fs.bsBits); err != nil {
+		if r, err = h.mapSlow(in, 0, pos>>h.fs.bsBits); err != nil {
 			return nil, err
 		}
 	}

@@ -77,7 +77,11 @@ var ext4IomapOps = &iomapOps{begin: ext4IomapBegin, end: ext4IomapEnd}
 
 func ext4IomapBegin(h *handle, pos, length int64) (iomapping, error) {
 	fs := h.fs
-	m, err := fs.vol.MapBlocks(h.in, nil, uint64(pos)>>fs.bsBits)
+	in, err := fs.vol.Current(h.ref)
+	if err != nil {
+		return iomapping{}, err
+	}
+	m, err := fs.vol.MapBlocks(in, nil, uint64(pos)>>fs.bsBits)
 	if err != nil {
 		return iomapping{}, err
 	}
@@ -101,10 +105,14 @@ func (ih iomapHandle) ReadIter(dst iov.Iter, off int64) (int, error) {
 	if off < 0 {
 		return 0, errEINVAL
 	}
-	if h.in.Flags&disk.FlagInlineData != 0 {
+	in, err := h.fs.vol.Current(h.ref)
+	if err != nil {
+		return 0, err
+	}
+	if in.Flags&disk.FlagInlineData != 0 {
 		return h.ReadIter(dst, off) // ext4 has no iomap path for inline data either
 	}
-	dst.Truncate(h.limit(off, dst.Len()))
+	dst.Truncate(limit(in, off, dst.Len()))
 	ops := ext4IomapOps
 	done := 0
 	for dst.Len() > 0 { // iomap_iter

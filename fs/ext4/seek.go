@@ -7,32 +7,28 @@ import (
 	"github.com/iovfs/iovfs/vfs"
 )
 
-// Llseek implements vfs.Seeker for a read-only mount's regular file, as
-// ext4_llseek does: SEEK_DATA and SEEK_HOLE follow the file's block map
-// (iomap_seek_data and iomap_seek_hole over ext4_iomap_report_ops), the
-// other whences are generic_file_llseek's. A hole is a run with no blocks
-// or an unwritten extent: Linux reports an unwritten extent as data only
-// where its page cache holds pages over it, and iovfs keeps no page cache,
-// so it is a hole here as on a freshly mounted kernel. An inline_data file
-// is data up to its inline size, and ENOENT past it (the kernel's answer
-// when a truncate made i_size larger than the inline data). SEEK_DATA and SEEK_HOLE at a negative offset or at or past
-// the end give ENXIO; SEEK_DATA with no data after off gives ENXIO, and
-// SEEK_HOLE with no hole before the end returns the size (the implicit
-// hole at the end of the file).
-func (h *handle) Llseek(pos, off int64, whence int) (int64, error) {
-	return seekIn(h.fs.vol, h.in, pos, off, whence)
-}
-
-// Llseek implements vfs.Seeker for a read-write mount's regular file: the
-// read-only handle's rules, over the inode and block map as they are now
-// (under the Writer's lock).
-func (h *rwHandle) Llseek(pos, off int64, whence int) (int64, error) {
-	var n int64
-	err := h.fs.w.ViewInode(h.ino, nil, func(v *disk.Volume, in *disk.Inode) error {
+// Llseek implements vfs.Seeker for a regular file, as ext4_llseek does:
+// SEEK_DATA and SEEK_HOLE follow the file's block map (iomap_seek_data
+// and iomap_seek_hole over ext4_iomap_report_ops), the other whences are
+// generic_file_llseek's. A hole is a run with no blocks or an unwritten
+// extent: Linux reports an unwritten extent as data only where its page
+// cache holds pages over it, and iovfs keeps no page cache, so it is a
+// hole here as on a freshly mounted kernel. An inline_data file is data
+// up to its inline size, and ENOENT past it (the kernel's answer when a
+// truncate made i_size larger than the inline data). SEEK_DATA and
+// SEEK_HOLE at a negative offset or at or past the end give ENXIO;
+// SEEK_DATA with no data after off gives ENXIO, and SEEK_HOLE with no
+// hole before the end returns the size (the implicit hole at the end of
+// the file). A read-write mount's file is seen as it is now.
+func (h *handle) Llseek(pos, off int64, whence int) (n int64, err error) {
+	err = h.fs.vol.Read(h.ref, func(in *disk.Inode) error {
 		var err error
-		n, err = seekIn(v, in, pos, off, whence)
+		n, err = seekIn(h.fs.vol, in, pos, off, whence)
 		return err
 	})
+	if err == unix.ENXIO || err == unix.EINVAL || err == unix.ENOENT {
+		return n, err
+	}
 	return n, h.fs.check("ext4_llseek", err)
 }
 

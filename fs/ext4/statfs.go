@@ -17,9 +17,13 @@ type statfsCache struct {
 }
 
 // Statfs implements vfs.Statfser: the volume's figures as Linux's
-// ext4_statfs reports them on a read-only mount (disk.Volume.Statfs),
-// computed once.
+// ext4_statfs reports them; on a read-only mount (disk.Volume.Statfs)
+// computed once, on a read-write one from the Writer's live counts
+// (disk.Writer.Statfs).
 func (fs *FS) Statfs() (unix.Statfs_t, error) {
+	if fs.w != nil {
+		return fs.w.Statfs(), nil
+	}
 	sc := &fs.statfs
 	sc.once.Do(func() { sc.st, sc.err = fs.vol.Statfs() })
 	return sc.st, sc.err

@@ -16,7 +16,10 @@ import (
 // device.
 func (v *Volume) readMeta(p []byte, off int64) error {
 	if v.meta == nil {
-		return readFull(v.dev, p, off)
+		return readFull(v.dev, p, off) // a live volume's dev reads the transaction first
+	}
+	if v.live != nil && v.live.tx.Len() > 0 {
+		return v.readMetaLive(p, off)
 	}
 	for len(p) > 0 {
 		b, err := v.meta.Get(uint64(off) >> v.bsBits)
@@ -55,6 +58,9 @@ func (v *Volume) CacheStats() (st block.CacheStats, ok bool) {
 // (the caller releases it), so the caller can use its verified mark; nil
 // without a cache.
 func (v *Volume) readBlockCached(blk uint64, buf []byte) (*block.Buf, error) {
+	if blk < v.blocks && v.live != nil && v.live.tx.ReadBlock(blk, buf[:v.bs]) {
+		return nil, nil // the running transaction's copy: checked afresh
+	}
 	if v.meta == nil {
 		return nil, v.readBlock(blk, buf)
 	}

@@ -83,6 +83,9 @@ func (in *Inode) iblock() []byte { return in.raw[0x28:0x64] }
 // device's error for an I/O failure. The result is shared and must not be
 // modified.
 func (v *Volume) Inode(ino uint32) (*Inode, error) {
+	if v.live != nil {
+		return v.loadInode(ino) // no cache beside a Writer: Refs keep its inodes (live.go)
+	}
 	v.mu.Lock()
 	in := v.icache[ino]
 	v.mu.Unlock()

@@ -144,8 +144,10 @@ type Writer struct {
 	// transaction).
 	pendingFree map[uint64]struct{}
 
-	// mu protects everything below and serialises operations.
-	mu     sync.Mutex
+	// mu protects everything below and serialises operations. Readers
+	// beside the Writer hold it shared when they fall back to it
+	// (live.go).
+	mu     sync.RWMutex
 	sb     []byte   // the primary superblock, 1024 bytes
 	gd     [][]byte // descriptor blocks, as on disk
 	bbm    map[uint32][]byte
@@ -154,12 +156,9 @@ type Writer struct {
 	closed bool
 	err    error            // a failed commit: no more changes
 	dirs   map[uint32]*wdir // name indexes of directories (rwdir.go)
-	// dirGen counts directory block writes: an open listing that sees
-	// it changed reads the directory again (i_version, dirhash.go).
-	dirGen uint64
-	dx     *dxScratch      // htree insertion buffers (rwhtree.go)
-	held   map[uint32]int  // open counts (Hold)
-	orphan map[uint32]bool // unlinked while held: freed at the last Unhold
+	dx     *dxScratch       // htree insertion buffers (rwhtree.go)
+	held   map[uint32]int   // open counts (Hold)
+	orphan map[uint32]bool  // unlinked while held: freed at the last Unhold
 	// linkable are the orphans made unnamed by TmpfileAs that LinkAs may
 	// still name (rwtmpfile.go).
 	linkable map[uint32]bool
@@ -167,10 +166,9 @@ type Writer struct {
 	dbuf     []byte // one block: partial data blocks (rwfile.go)
 	iraw     []byte // the inode of the running WriteAt/ReadAt
 
-	// onDirChange, if set, is called with mu held when a block of
-	// directory ino is written or the directory is freed, and with 0
-	// when the running transaction is dropped (rwlist.go).
-	onDirChange func(ino uint32)
+	// rv is the Volume that reads beside the Writer (Reader), whose Refs
+	// its operations move (live.go); nil without one.
+	rv *Volume
 
 	// xcache: xattr blocks by h_hash, the kernel's mbcache (rwxattr.go).
 	xcache map[uint32][]uint64
@@ -359,6 +357,7 @@ func (w *Writer) Volume() *Volume { return w.v }
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	defer w.endOps() // live.go
 	if w.closed {
 		return nil
 	}
@@ -575,6 +574,7 @@ func extraEnd(raw []byte) int {
 
 // putInode sets raw's checksum, writes it and drops the reader's copy.
 func (w *Writer) putInode(ino uint32, raw []byte) error {
+	w.begin(ino) // live.go
 	v := w.v
 	if v.rocompat&rocompatMetadataCsum != 0 {
 		hi := len(raw) > 128 && extraEnd(raw) >= 0x84

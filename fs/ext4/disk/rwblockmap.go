@@ -254,6 +254,7 @@ func extAt(exts []wext, lblk uint64) (phys uint64, ok bool, end uint64) {
 // caller's to allocate, free and charge; indirect blocks are allocated,
 // freed and charged to i_blocks here.
 func (w *Writer) storeBlockMap(ino uint32, raw []byte, exts []wext) error {
+	w.begin(ino) // live.go
 	for _, e := range exts {
 		if e.p+uint64(e.n) > 1<<32 {
 			return syscall.ENOSPC
@@ -472,6 +473,7 @@ func (w *Writer) initMap(raw []byte) {
 // blocks, allocating holes, and updates raw's map and i_blocks (the
 // caller writes raw).
 func (w *Writer) writeDataMap(ino uint32, raw []byte, p []byte, off int64) (int, error) {
+	w.begin(ino) // live.go
 	v := w.v
 	exts, leaf, err := w.loadExtents(ino, raw)
 	if err != nil {
@@ -538,6 +540,7 @@ func (w *Writer) writeDataMap(ino uint32, raw []byte, p []byte, off int64) (int,
 // blocks past size and zeroes the tail of the block holding size,
 // updating raw's map and i_blocks.
 func (w *Writer) cutBlocksMap(ino uint32, raw []byte, size uint64) error {
+	w.begin(ino) // live.go
 	v := w.v
 	exts, leaf, err := w.loadExtents(ino, raw)
 	if err != nil {

@@ -43,7 +43,7 @@ func putDirent(b []byte, ino uint32, recLen uint16, name string, ft uint8) {
 // writeDirBlock sets the checksum tail of directory block buf of dir and
 // writes it at phys.
 func (w *Writer) writeDirBlock(dir uint32, draw []byte, buf []byte, phys uint64) error {
-	w.dirChanged(dir)
+	w.begin(dir) // live.go
 	if phys == 0 {
 		return w.writeInlineDir(dir, draw, buf) // rwinline.go
 	}
@@ -56,7 +56,6 @@ func (w *Writer) writeDirBlock(dir uint32, draw []byte, buf []byte, phys uint64)
 		t[6], t[7] = 0, 0xDE
 		binary.LittleEndian.PutUint32(t[8:], crc32c(w.inodeSeed(dir, draw), buf[:w.v.bs-12]))
 	}
-	w.dirGen++
 	return w.writeAt(buf, int64(phys<<w.v.bsBits))
 }
 
@@ -594,14 +593,13 @@ func (w *Writer) make(c *Caller, dir uint32, name string, mode, uid, gid uint32,
 // releaseInode frees ino's blocks and the inode itself, leaving it as
 // ext4_free_inode does: no links, no blocks, a deletion time.
 func (w *Writer) releaseInode(ino uint32, raw []byte, isDir bool) error {
+	w.begin(ino) // live.go: the inode goes, and its Ref
+	w.forgetRef(ino)
 	if w.onRelease != nil {
 		w.onRelease(ino)
 	}
 	delete(w.dirs, ino)
 	delete(w.newInline, ino)
-	if isDir {
-		w.dirChanged(ino)
-	}
 	if iFlags(raw)&FlagExtents != 0 {
 		if err := w.xremove(ino, raw, 0, 1<<32); err != nil {
 			return err
@@ -764,7 +762,6 @@ func (w *Writer) dropDir(ino uint32, raw []byte, now time.Time) error {
 	if w.held[ino] == 0 {
 		return w.releaseInode(ino, raw, true)
 	}
-	w.dirChanged(ino)
 	delete(w.dirs, ino)
 	delete(w.newInline, ino)
 	setILinks(raw, 0)

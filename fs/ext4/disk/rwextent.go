@@ -219,6 +219,7 @@ func (w *Writer) xput(x *xpath, d int) error {
 }
 
 func (w *Writer) xwriteBlock(x *xpath, blk uint64, b []byte) error {
+	w.begin(x.ino) // live.go
 	if w.v.rocompat&rocompatMetadataCsum != 0 {
 		tail := 12 * (1 + int(le16(b, 4))) // EXT4_EXTENT_TAIL_OFFSET: after eh_max entries
 		binary.LittleEndian.PutUint32(b[tail:], crc32c(w.inodeSeed(x.ino, x.raw), b[:tail]))

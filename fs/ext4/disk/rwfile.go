@@ -260,6 +260,7 @@ func (w *Writer) WriteAtAs(c *Caller, ino uint32, p []byte, off int64) (int, err
 // i_blocks (the caller writes raw). Each run of blocks contiguous on the
 // device is one device write for its whole blocks, straight from p.
 func (w *Writer) writeData(ino uint32, raw []byte, p []byte, off int64) (int, error) {
+	w.begin(ino) // live.go
 	if iFlags(raw)&FlagExtents == 0 {
 		if iFlags(raw)&FlagInlineData != 0 {
 			if err := w.uninline(ino, raw); err != nil { // rwinline.go
@@ -427,6 +428,7 @@ func (w *Writer) TruncateAs(c *Caller, ino uint32, size int64) error {
 // cutBlocks frees ino's blocks past size and zeroes the tail of the block
 // holding size, updating raw's extent tree and i_blocks.
 func (w *Writer) cutBlocks(ino uint32, raw []byte, size uint64) error {
+	w.begin(ino) // live.go
 	if iFlags(raw)&FlagExtents == 0 {
 		return w.cutBlocksMap(ino, raw, size) // rwblockmap.go
 	}
@@ -442,6 +444,7 @@ func (w *Writer) cutBlocks(ino uint32, raw []byte, size uint64) error {
 // when that block is mapped and initialised (holes and unwritten blocks
 // read as zeros already), as ext4_block_zero_page_range.
 func (w *Writer) zeroPartial(ino uint32, raw []byte, from, to uint64) error {
+	w.begin(ino) // live.go
 	v := w.v
 	if from >= to {
 		return nil

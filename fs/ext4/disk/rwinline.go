@@ -297,6 +297,7 @@ func (w *Writer) truncateInline(ino uint32, raw []byte, size uint64) error {
 // A copy of raw read before an earlier conversion in the same operation
 // is refreshed instead.
 func (w *Writer) uninline(ino uint32, raw []byte) error {
+	w.begin(ino) // live.go
 	cur, err := w.getInode(ino)
 	if err != nil {
 		return err

@@ -125,6 +125,7 @@ func (w *Writer) writeChunks(c *Caller, ino uint32, p []byte, off int64, chunk i
 // Close commit too. A failed commit makes the Writer refuse further
 // changes (errors=remount-ro).
 func (w *Writer) unlock() {
+	w.endOps() // live.go
 	w.aclass, w.tclass = allocNormal, allocNormal
 	w.cur = nil
 	if !w.Batch || w.tx.Len() >= w.commitBlocks() || w.Now().Sub(w.lastCommit) >= w.CommitInterval {

@@ -165,7 +165,6 @@ func (w *Writer) ReportError(op string, err error) {
 	w.v.opt.Logf("ext4: Remounting filesystem read-only")
 	w.err = fmt.Errorf("ext4: remounted read-only after an error (%v): %w", ce, syscall.EROFS)
 	w.errorsRO = true
-	w.dirChanged(0) // the dropped transaction's directory blocks
 	// The committed superblock, not the running transaction's.
 	sb := make([]byte, sbSize)
 	if err := readFull(w.jdev, sb, sbOffset); err != nil {

@@ -520,6 +520,7 @@ func (w *Writer) SetxattrAs(c *Caller, ino uint32, name string, value []byte, fl
 // and points raw's i_file_acl at the result, releasing the old block.
 // Nothing is changed on ENOSPC.
 func (w *Writer) blockSet(ino uint32, raw []byte, bs *xregion, blk uint64, index uint8, name string, value []byte, here int, found bool) error {
+	w.begin(ino) // live.go
 	var s xregion
 	inPlace := false
 	if bs.buf != nil {

@@ -169,6 +169,16 @@ type Volume struct {
 	mu     sync.Mutex
 	icache map[uint32]*Inode
 	imax   int
+
+	// live is the Writer whose changes the volume reads beside (live.go),
+	// nil for any other volume.
+	live *Writer
+	// refMu protects refs, and busy and began, the inodes the live
+	// Writer's running operation has begun and their Refs (live.go).
+	refMu sync.Mutex
+	refs  map[uint32]*Ref
+	busy  map[uint32]struct{}
+	began []*Ref
 }
 
 // VolumeInfo is what statfs(2) needs, from the superblock.

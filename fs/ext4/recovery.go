@@ -1,7 +1,8 @@
 package ext4
 
-// Journal recovery for read-only mounts (disk.RecoverJournal), as ext4_load_journal and
-// ext4_mark_recovery_complete do for an "ro" mount of a volume with
+// Journal recovery for read-only mounts (disk.RecoverJournal), as
+// ext4_load_journal and ext4_mark_recovery_complete do for an "ro" mount
+// of a volume with
 // needs_recovery: the log is replayed into the device (write access is
 // taken for the replay only), marked empty, and needs_recovery is cleared,
 // so the read-only mount shows the committed state. A device that refuses
