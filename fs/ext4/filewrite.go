@@ -82,10 +82,11 @@ func (h *handle) WriteIter(src iov.Iter, off int64) (int, error) {
 		n, err := w.WriteAtAs(h.as, h.ref.Ino(), seg, off+int64(done))
 		done += n
 		if err != nil || n < len(seg) {
+			err = h.fs.check("ext4_file_write_iter", err)
 			if done > 0 {
 				return done, nil
 			}
-			return 0, h.fs.check("ext4_file_write_iter", err)
+			return 0, err
 		}
 		src.Advance(n)
 	}

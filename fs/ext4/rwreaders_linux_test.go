@@ -91,7 +91,7 @@ func rwMount(t *testing.T, sizeMiB int, src source, opts string) *vfs.Proc {
 }
 
 // newProcRW is newProc with the loop devices bound read-write.
-func newProcRW(t *testing.T, img string, src source) (*vfs.Proc, string, func()) {
+func newProcRW(t testing.TB, img string, src source) (*vfs.Proc, string, func()) {
 	t.Helper()
 	if src == viaRAM {
 		return newProc(t, img, src)
