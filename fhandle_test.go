@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/iovfs/iovfs/internal/testenv"
+	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -89,5 +90,55 @@ func TestFileHandleRace(t *testing.T) {
 	must(t, err)
 	if after.Ffree != before.Ffree {
 		t.Errorf("free inodes: %d before, %d after every file was removed and closed", before.Ffree, after.Ffree)
+	}
+}
+
+// TestOpenByIno checks the FUSE export's way back from a node id: only
+// from the root of a mount that shows its file system whole, only for
+// files a handle was made of, only for a privileged caller.
+func TestOpenByIno(t *testing.T) {
+	p := newProc(t)
+	must(t, p.Mkdir("/tmp/sub", 0o755))
+	createFile(t, p, "/tmp/sub/f", "data")
+	must(t, p.Mount("/tmp/sub", "/mnt", "", unix.MS_BIND, ""))
+	st, err := p.Stat("/tmp/sub/f")
+	must(t, err)
+	root, err := p.Open("/tmp", unix.O_PATH, 0)
+	must(t, err)
+	sub, err := p.Open("/tmp/sub", unix.O_PATH, 0)
+	must(t, err)
+	bind, err := p.Open("/mnt", unix.O_PATH, 0)
+	must(t, err)
+	if _, _, err := p.OpenByIno(root, st.Ino, unix.O_RDONLY); !errors.Is(err, unix.ESTALE) {
+		t.Errorf("before any handle of it: %v, want ESTALE", err)
+	}
+	h, _, err := p.NameToHandleAt(unix.AT_FDCWD, "/tmp/sub/f", 0)
+	must(t, err)
+	want, _ := vfs.ParseFileHandle(h)
+	fd, id, err := p.OpenByIno(root, st.Ino, unix.O_RDONLY)
+	must(t, err)
+	b := make([]byte, 8)
+	if n, err := p.Read(fd, b); string(b[:n]) != "data" || err != nil || id != want {
+		t.Errorf("OpenByIno reads %q, %v, and gives %+v; want \"data\" and %+v", b[:n], err, id, want)
+	}
+	p.Close(fd)
+	for _, c := range []struct {
+		what string
+		fd   int
+		want error
+	}{{"a directory inside the mount", sub, unix.EXDEV}, {"a bind mount of a subdirectory", bind, unix.EXDEV}, {"no descriptor", 99, unix.EBADF}} {
+		if _, _, err := p.OpenByIno(c.fd, st.Ino, unix.O_RDONLY); !errors.Is(err, c.want) {
+			t.Errorf("from %s: %v, want %v", c.what, err, c.want)
+		}
+	}
+	user := vfs.NewProcCred(p.Namespace(), 1000, 1000)
+	ufd, err := user.Open("/tmp", unix.O_PATH, 0)
+	must(t, err)
+	if _, _, err := user.OpenByIno(ufd, st.Ino, unix.O_RDONLY); !errors.Is(err, unix.EPERM) {
+		t.Errorf("unprivileged: %v, want EPERM", err)
+	}
+	must(t, p.Unlink("/tmp/sub/f"))
+	if _, _, err := p.OpenByIno(root, st.Ino, unix.O_RDONLY); !errors.Is(err, unix.ESTALE) {
+		t.Errorf("removed: %v, want ESTALE", err)
 	}
 }

@@ -40,8 +40,8 @@ func (r *rawFS) begin(h *gofuse.InHeader, id uint64) (req, gofuse.Status) {
 func (r *rawFS) done(q req) { r.s.put(q.n) }
 
 // one refuses a name that is not one name of a directory: the kernel
-// sends "." and ".." only to servers that export to NFS, which this one
-// does not, and a ".." could leave the exported tree.
+// sends "." and ".." only in LOOKUP, to decode a file handle (handles.go),
+// and a ".." could leave the exported tree.
 func one(name string) gofuse.Status {
 	if name == "" || name == "." || name == ".." {
 		return gofuse.EINVAL
@@ -61,6 +61,12 @@ func (r *rawFS) lookup(q req, name string, out *gofuse.EntryOut) gofuse.Status {
 }
 
 func (r *rawFS) Lookup(cancel <-chan struct{}, h *gofuse.InHeader, name string, out *gofuse.EntryOut) gofuse.Status {
+	switch name {
+	case ".":
+		return st(r.s.lookupSelf(h.NodeId, out))
+	case "..":
+		return r.lookupParent(h, out)
+	}
 	if s := one(name); !s.Ok() {
 		return s
 	}

@@ -26,6 +26,8 @@ type node struct {
 	id  uint64
 	key nodeKey
 	fd  int // O_PATH, in Server.base's table; set once, closed by unref
+	// gen is the generation the kernel is given (handles.go); set once.
+	gen uint32
 
 	// The fields below are protected by Server.mu.
 	lookups uint64   // the kernel's references, from LOOKUP-like replies
@@ -91,11 +93,19 @@ func (s *Server) register(fd int, out *gofuse.EntryOut) error {
 	s.mu.Lock()
 	n := s.byKey[k]
 	if n == nil {
-		n = &node{id: s.nextID, key: k, fd: fd}
-		s.nextID++
-		s.nodes[n.id] = n
-		s.byKey[k] = n
-		fd = -1
+		s.mu.Unlock()
+		id, gen := s.exportID(fd, &x) // not under mu: it calls into vfs
+		s.mu.Lock()
+		if n = s.byKey[k]; n == nil {
+			if id == 0 {
+				id, gen = s.nextID, 1
+				s.nextID++
+			}
+			n = &node{id: id, key: k, fd: fd, gen: gen}
+			s.nodes[n.id] = n
+			s.byKey[k] = n
+			fd = -1
+		}
 	}
 	n.lookups++
 	s.mu.Unlock()
@@ -122,7 +132,7 @@ func (s *Server) again(n *node, out *gofuse.EntryOut) error {
 
 func (s *Server) entryOut(n *node, x *unix.Statx_t, out *gofuse.EntryOut) {
 	out.NodeId = n.id
-	out.Generation = 1
+	out.Generation = uint64(n.gen)
 	setTTL(&out.EntryValid, &out.EntryValidNsec, s.entryTTL)
 	setTTL(&out.AttrValid, &out.AttrValidNsec, s.attrTTL)
 	s.fillAttr(&out.Attr, x)

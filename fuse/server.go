@@ -96,8 +96,15 @@ type Server struct {
 	entryTTL, attrTTL time.Duration
 	devFiles          bool // Options.DevicesAsFiles
 
-	// mu protects nodes, byKey, nextID and the mutable fields of every
-	// node.
+	// numbered says the files of the root's mount, numberedMnt, have node
+	// ids made from their handles, found again through rootFd, the root
+	// node's descriptor (handles.go). Set once by Mount.
+	numbered    bool
+	numberedMnt uint64
+	rootFd      int
+
+	// mu protects nodes, byKey, nextID, mounts and the mutable fields of
+	// every node.
 	mu     sync.Mutex
 	nodes  map[uint64]*node
 	byKey  map[nodeKey]*node
@@ -172,7 +179,9 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		base.Close(fd)
 		return nil, fmt.Errorf("fuse: %s: %w", root, err)
 	}
+	// The root's generation is 0, as the kernel gives its root inode.
 	rn := &node{id: gofuse.FUSE_ROOT_ID, key: nodeKey{x.Mnt_id, x.Ino}, fd: fd, lookups: 1}
+	s.numberRoot(fd, &x)
 	s.nodes[rn.id] = rn
 	s.byKey[rn.key] = rn
 	s.noPassthrough.Store(opts.NoPassthrough)
@@ -205,7 +214,9 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		// server to clear the set-ID bits, which it does as Linux's
 		// file_remove_privs, instead of the kernel sending a SETATTR of
 		// the mode as the caller, which a non-owner may not make.
-		ExtraCapabilities: gofuse.CAP_HANDLE_KILLPRIV_V2,
+		// EXPORT_SUPPORT: the kernel may LOOKUP "." and ".." to turn a
+		// file handle back into a node it forgot (handles.go).
+		ExtraCapabilities: gofuse.CAP_HANDLE_KILLPRIV_V2 | gofuse.CAP_EXPORT_SUPPORT,
 	}
 	if opts.ReadOnly {
 		mo.Options = append(mo.Options, "ro")

@@ -154,16 +154,27 @@ func (p *Proc) OpenByHandleAt(mountfd int, h unix.FileHandle, flags int) (int, e
 	if !ok || !okID {
 		return -1, unix.ESTALE
 	}
-	n, hold, err := ex.FHToNode(id)
+	n, hold, err := ex.NodeByIno(id.Ino)
 	if err != nil {
 		return -1, err
 	}
 	defer hold.Release()
-	loc := location{anchor.mnt, n}
-	_, isLink := n.(Readlinker)
-	switch {
-	case typ&FILEID_IS_DIR != 0 && !isDir(n):
+	if have, err := ex.EncodeFH(n); err != nil || have.Gen != id.Gen {
+		return -1, unix.ESTALE // the number went to another file
+	}
+	if typ&FILEID_IS_DIR != 0 && !isDir(n) {
 		return -1, unix.ESTALE // exportfs_decode_fh_raw: EXPORT_FH_DIR_ONLY
+	}
+	return p.openDecoded(location{anchor.mnt, n}, flags)
+}
+
+// openDecoded opens loc, a node a handle named, as do_file_open_root
+// opens a path's root.
+func (p *Proc) openDecoded(loc location, flags int) (int, error) {
+	n := loc.node
+	_, isLink := n.(Readlinker)
+	var err error
+	switch {
 	case isLink && flags&unix.O_PATH == 0:
 		return -1, unix.ELOOP // do_file_open_root
 	case flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL:
@@ -187,4 +198,42 @@ func (p *Proc) OpenByHandleAt(mountfd int, h unix.FileHandle, flags int) (int, e
 		return -1, err
 	}
 	return fd, nil
+}
+
+// OpenByIno opens the file numbered ino of the file system shown whole
+// by the mount whose root mountfd is, whatever its generation, as
+// OpenByHandleAt opens a handle's file, and returns its FileID. It is the
+// FUSE export's LOOKUP of "." for a node id the kernel decoded from a
+// handle (the kernel compares the generation itself). Only a file that a
+// handle was made of (NameToHandleAt) and that still exists is found
+// (else ESTALE). mountfd must be the root of a mount that shows its file
+// system from its root, so that nothing outside the mount is reached
+// (EXDEV otherwise); the caller needs CAP_DAC_READ_SEARCH (EPERM).
+func (p *Proc) OpenByIno(mountfd int, ino uint64, flags int) (int, FileID, error) {
+	f := p.files.get(mountfd)
+	if f == nil {
+		return -1, FileID{}, errEBADF
+	}
+	if !p.cred.Load().capable() {
+		return -1, FileID{}, errEPERM
+	}
+	m := f.loc.mnt
+	if m == nil || f.loc.node != m.root || m.root != m.fs.Root() {
+		return -1, FileID{}, unix.EXDEV
+	}
+	ex, ok := m.fs.(Exporter)
+	if !ok {
+		return -1, FileID{}, errEOPNOTSUP
+	}
+	n, hold, err := ex.NodeByIno(ino)
+	if err != nil {
+		return -1, FileID{}, err
+	}
+	defer hold.Release()
+	id, err := ex.EncodeFH(n)
+	if err != nil {
+		return -1, FileID{}, err
+	}
+	fd, err := p.openDecoded(location{m, n}, flags)
+	return fd, id, err
 }

@@ -677,18 +677,18 @@ type FileAttrer interface {
 
 // Exporter is a FileSystem whose files can be named by handles that
 // outlive their names (Linux's export_operations): name_to_handle_at and
-// open_by_handle_at (fhandle.go).
+// open_by_handle_at (fhandle.go), and the FUSE export's node ids.
 //
 // EncodeFH returns n's FileID: its inode number and generation, which
-// together name n for as long as n exists. FHToNode returns the node id
-// names, the same Node value the file system hands out otherwise, while
-// that node exists: linked, or unlinked but still open. It gives ESTALE
-// for a number no live node has, or one whose generation differs. The
-// node is held, as an O_PATH open holds it, until the caller releases
-// the Releaser (then the node may go, if it has no links nor opens). Both
-// may be called concurrently with anything and take only the file
-// system's own locks.
+// together name n for as long as n exists. NodeByIno returns the node
+// numbered ino, the same Node value the file system hands out otherwise,
+// while that node exists (linked, or unlinked but still open) and a
+// handle of it was made (EncodeFH): the caller compares the generation.
+// It gives ESTALE when there is none. The node is held, as an O_PATH open
+// holds it, until the caller releases the Releaser (then the node may go,
+// if it has no links nor opens). Both may be called concurrently with
+// anything and take only the file system's own locks.
 type Exporter interface {
 	EncodeFH(n Node) (FileID, error)
-	FHToNode(id FileID) (Node, Releaser, error)
+	NodeByIno(ino uint64) (Node, Releaser, error)
 }

@@ -93,14 +93,14 @@ func (fs *FS) EncodeFH(n vfs.Node) (vfs.FileID, error) {
 	return vfs.FileID{Ino: t.base().ino, Gen: t.base().gen}, nil
 }
 
-// FHToNode implements vfs.Exporter: the inode must have the number and
-// the generation (shmem_match). The node is held as an O_PATH open holds
-// it (openpath.go) until the caller releases it, so that a last close or
-// unlink racing with the lookup cannot free it in between, as ilookup5's
-// reference holds the inode.
-func (fs *FS) FHToNode(id vfs.FileID) (vfs.Node, vfs.Releaser, error) {
-	n := fs.table.get(id.Ino)
-	if n == nil || n.base().gen != id.Gen {
+// NodeByIno implements vfs.Exporter (shmem_fh_to_dentry's ilookup5; the
+// VFS compares the generation, as shmem_match does). The node is held as
+// an O_PATH open holds it (openpath.go) until the caller releases it, so
+// that a last close or unlink racing with the lookup cannot free it in
+// between, as ilookup5's reference holds the inode.
+func (fs *FS) NodeByIno(ino uint64) (vfs.Node, vfs.Releaser, error) {
+	n := fs.table.get(ino)
+	if n == nil {
 		return nil, nil, unix.ESTALE
 	}
 	// Not under the table's lock: free takes the node's lock, then the
