@@ -49,8 +49,8 @@ options:
                                      memory, gone at exit; an image at / makes
                                      the overlay the shell's root
   --overlay-dir HOSTDIR              --overlay with the changes kept in
-                                     HOSTDIR/upper and HOSTDIR/work, the kernel's
-                                     overlayfs format (one --image)
+                                     HOSTDIR/upper and HOSTDIR/work, in the
+                                     kernel's overlayfs format (one --image)
   --user UID[:GID]                   run as this unprivileged user
   --cachedir DIR                     keep compiled programs in the host directory
                                      DIR across runs (by default they are kept

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -570,19 +571,49 @@ func TestMountOptionsKernel(t *testing.T) {
 		"lowerdir=",
 		"lowerdir=l,upperdir=",
 		"",
+		"lowerdir=u/w2,upperdir=u,workdir=w",
+		"lowerdir=.,upperdir=u,workdir=w",
+		"lowerdir=l:l",
+		"lowerdir=l:l2:l",
+		"lowerdir=l,upperdir=u,workdir=l",
+		"lowerdir=l,upperdir=u/w2,workdir=w",
+		"lowerdir=l:u,upperdir=u/w2,workdir=w",
+		"lowerdir=l:m,upperdir=u,workdir=w",
 	} {
+		// Where layers overlap, a lookup that reaches another layer's
+		// root or a work directory gives ELOOP (ovl_lookup_single's
+		// trap); the listings name what they name.
+		probe := func(sd side) string {
+			var b strings.Builder
+			for _, name := range []string{"", "f", "l", "l2", "u", "w", "w/work", "u/w2", "w2", "work", "m", "l/x"} {
+				st, err := sd.lstat(name)
+				fmt.Fprintf(&b, "%q: %v %o\n", name, errnoOf(err), st.mode&unix.S_IFMT)
+			}
+			names, err := sd.readdir("")
+			slices.Sort(names)
+			fmt.Fprintf(&b, "listing: %q %v\n", names, errnoOf(err))
+			return b.String()
+		}
+		var kprobe, iprobe string
 		kerr := unix.Mount("overlay", "m", "overlay", 0, opts)
 		if kerr == nil {
+			kprobe = probe(host{root: filepath.Join(root, "m")})
 			unix.Unmount("m", 0)
 		}
 		ierr := p.Mount("overlay", "m", "overlay", 0, opts)
 		if ierr == nil {
+			iprobe = probe(ivs{p, "/h/m"})
 			if err := p.Unmount("m", 0); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if errnoOf(kerr) != errnoOf(ierr) {
 			t.Errorf("%s: kernel %v, iovfs %v", opts, kerr, ierr)
+		} else if testing.Verbose() && kprobe != "" {
+			t.Logf("%s:\n%s", opts, kprobe)
+		}
+		if kprobe != iprobe {
+			t.Errorf("%s: the kernel's lookups and listing, then iovfs's:\n%s\n%s", opts, kprobe, iprobe)
 		}
 	}
 }

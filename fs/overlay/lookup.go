@@ -155,6 +155,9 @@ func (d *node) lookupLayers(name string) (*node, error) {
 		case isWhiteout(ust):
 			r.close()
 			return fail(unix.ENOENT)
+		case ust.Mode&unix.S_IFMT == unix.S_IFDIR && fs.isTrap(ust):
+			r.close() // overlapping layers (ovl_lookup_single)
+			return fail(unix.ELOOP)
 		default:
 			upper, st, found = &r, ust, true
 			if ust.Mode&unix.S_IFMT != unix.S_IFDIR {
@@ -180,6 +183,10 @@ func (d *node) lookupLayers(name string) (*node, error) {
 		if found && (!isDir || st.Mode&unix.S_IFMT != unix.S_IFDIR) {
 			r.close() // a non-directory below a directory: the merge ends
 			break
+		}
+		if isDir && fs.isTrap(lst) {
+			r.close()
+			return fail(unix.ELOOP)
 		}
 		if !found {
 			st, found = lst, true

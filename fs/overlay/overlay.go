@@ -187,7 +187,36 @@ type FS struct {
 	// tr has the layer descriptors the nodes hold, closed by Shutdown.
 	tr *tracker
 
+	// traps are the layers' roots and the work directories, which a
+	// lookup in a layer never enters (ovl_setup_trap): it gives ELOOP
+	// where layers overlap. Set by Open, read-only after.
+	traps map[trapKey]struct{}
+
 	shutdown sync.Once
+}
+
+// trapKey identifies a directory by its st_dev and st_ino.
+type trapKey struct{ dev, ino uint64 }
+
+// isTrap reports whether the layer directory st is a trap.
+func (fs *FS) isTrap(st vfs.Stat) bool {
+	_, ok := fs.traps[trapKey{st.Dev, st.Ino}]
+	return ok
+}
+
+// setTrap makes the directory open as fd in p a trap; one that already
+// is one gives ELOOP (ovl_setup_trap: "conflicting path").
+func (fs *FS) setTrap(p *vfs.Proc, fd int, what string) error {
+	st, err := p.Fstat(fd)
+	if err != nil {
+		return errno(err)
+	}
+	k := trapKey{st.Dev, st.Ino}
+	if _, ok := fs.traps[k]; ok {
+		return fmt.Errorf("overlay: conflicting %s path: %w", what, unix.ELOOP)
+	}
+	fs.traps[k] = struct{}{}
+	return nil
 }
 
 // A layer is one directory of the overlay, reached through a process in
@@ -341,7 +370,8 @@ func Open(p *vfs.Proc, d Dirs) (*FS, error) {
 		return fail("at least 2 lowerdir are needed without upperdir: %w", unix.EINVAL)
 	}
 	fs := &FS{work: -1, whiteout: -1, whLinks: true, prefix: "trusted.overlay.",
-		byUpper: map[uint64]weak.Pointer[node]{}, origins: map[*node]struct{}{}, tr: &tracker{descs: map[*refs]struct{}{}}}
+		byUpper: map[uint64]weak.Pointer[node]{}, origins: map[*node]struct{}{}, tr: &tracker{descs: map[*refs]struct{}{}},
+		traps: map[trapKey]struct{}{}}
 	if d.UserXattr {
 		fs.prefix = "user.overlay."
 	}
@@ -379,8 +409,14 @@ func Open(p *vfs.Proc, d Dirs) (*FS, error) {
 		if err := fs.upper.setDev(0); err != nil {
 			return nil, err
 		}
+		if err := fs.setTrap(q, 0, "upperdir"); err != nil {
+			return nil, err
+		}
 		if err := separate(q, 0, 1); err != nil {
 			return fail("workdir and upperdir must be separate subtrees: %w", err)
+		}
+		if err := fs.setTrap(q, 1, "workdir"); err != nil {
+			return nil, err
 		}
 		if upperRoot, err = newReal(fs.upper, 0); err != nil {
 			return nil, err
@@ -388,6 +424,9 @@ func Open(p *vfs.Proc, d Dirs) (*FS, error) {
 		fs.rootRefs = append(fs.rootRefs, upperRoot)
 		if err := fs.makeWorkdir(1); err != nil {
 			return fail("workdir: %w", err)
+		}
+		if err := fs.setTrap(q, fs.work, "workdir"); err != nil {
+			return nil, err
 		}
 	}
 	for _, fd := range d.Lower {
@@ -403,6 +442,9 @@ func Open(p *vfs.Proc, d Dirs) (*FS, error) {
 		if err := ly.setDev(0); err != nil {
 			return nil, err
 		}
+		if err := fs.setTrap(q, 0, "lowerdir"); err != nil {
+			return nil, err
+		}
 		r, err := newReal(ly, 0)
 		if err != nil {
 			return nil, err
@@ -415,10 +457,16 @@ func Open(p *vfs.Proc, d Dirs) (*FS, error) {
 		if fs.upper != nil && l.dev != fs.upper.dev || l.dev != fs.lowers[0].dev {
 			fs.samefs = false
 		}
-		if fs.upper != nil && l.dev == fs.upper.dev {
-			// Linux refuses layers that overlap (ovl_check_layer: ELOOP).
-			if err := overlapping(fs.upper.p, 0, l.p, 0); err != nil {
-				return fail("lowerdir and upperdir overlap: %w", unix.ELOOP)
+		// A lower layer inside another layer or a work directory is
+		// refused (ovl_check_overlapping_layers); one that holds another
+		// is not, and its lookups stop at the trap.
+		up, err := ancestors(l.p, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, ino := range up[1:] {
+			if _, ok := fs.traps[trapKey{l.dev, ino}]; ok {
+				return fail("overlapping lowerdir path: %w", unix.ELOOP)
 			}
 		}
 	}
@@ -465,19 +513,13 @@ func ancestors(p *vfs.Proc, fd int) ([]uint64, error) {
 }
 
 // separate reports EINVAL when the directories open as a and b in p (one
-// mount) are one inside the other or the same.
+// mount) are one inside the other or the same (ovl_workdir_ok).
 func separate(p *vfs.Proc, a, b int) error {
-	return overlapping(p, a, p, b)
-}
-
-// overlapping reports EINVAL when the directory a of p and b of q, on one
-// file system, are one inside the other or the same.
-func overlapping(p *vfs.Proc, a int, q *vfs.Proc, b int) error {
 	up, err := ancestors(p, a)
 	if err != nil {
 		return err
 	}
-	uq, err := ancestors(q, b)
+	uq, err := ancestors(p, b)
 	if err != nil {
 		return err
 	}
