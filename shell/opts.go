@@ -57,6 +57,9 @@ const (
 	// word such as "-1" or "-.5" is an operand that ends the options too
 	// (seq's negative numbers).
 	numbersEnd
+	// inOrder: options end at the first operand (getopt's "+", POSIX's
+	// order), and "-0" is an option (xargs).
+	inOrder
 	// raw: no options at all; run gets the words as they are (dd's
 	// operands, find's expression, chmod's modes such as -w).
 	raw
