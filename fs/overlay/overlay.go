@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"weak"
 
+	"github.com/iovfs/iovfs/notice"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -192,6 +193,10 @@ type FS struct {
 	// where layers overlap. Set by Open, read-only after.
 	traps map[trapKey]struct{}
 
+	// locked are the directories this overlay marked in use (its upper
+	// directory and workdir), unmarked by Shutdown.
+	locked []trapKey
+
 	shutdown sync.Once
 }
 
@@ -204,19 +209,66 @@ func (fs *FS) isTrap(st vfs.Stat) bool {
 	return ok
 }
 
-// setTrap makes the directory open as fd in p a trap; one that already
-// is one gives ELOOP (ovl_setup_trap: "conflicting path").
-func (fs *FS) setTrap(p *vfs.Proc, fd int, what string) error {
+// setTrap makes the directory open as fd in p a trap, and returns its
+// key; one that already is one gives ELOOP (ovl_setup_trap: "conflicting
+// path").
+func (fs *FS) setTrap(p *vfs.Proc, fd int, what string) (trapKey, error) {
 	st, err := p.Fstat(fd)
 	if err != nil {
-		return errno(err)
+		return trapKey{}, errno(err)
 	}
 	k := trapKey{st.Dev, st.Ino}
 	if _, ok := fs.traps[k]; ok {
-		return fmt.Errorf("overlay: conflicting %s path: %w", what, unix.ELOOP)
+		return k, fmt.Errorf("overlay: conflicting %s path: %w", what, unix.ELOOP)
 	}
 	fs.traps[k] = struct{}{}
-	return nil
+	return k, nil
+}
+
+// inUse are the upper directories and workdirs of the overlays of this
+// process, as Linux marks their inodes I_OVL_INUSE.
+var inUse = struct {
+	sync.Mutex
+	dirs map[trapKey]struct{}
+}{dirs: map[trapKey]struct{}{}}
+
+// lockInUse marks k in use for fs and reports whether it was free
+// (ovl_inuse_trylock).
+func (fs *FS) lockInUse(k trapKey) bool {
+	inUse.Lock()
+	defer inUse.Unlock()
+	if _, ok := inUse.dirs[k]; ok {
+		return false
+	}
+	inUse.dirs[k] = struct{}{}
+	fs.locked = append(fs.locked, k)
+	return true
+}
+
+// isInUse reports whether k is an overlay's upper directory or workdir.
+func isInUse(k trapKey) bool {
+	inUse.Lock()
+	defer inUse.Unlock()
+	_, ok := inUse.dirs[k]
+	return ok
+}
+
+// anyInUse reports whether one of the directories of l whose inode
+// numbers are inos is in use.
+func (l *layer) anyInUse(inos []uint64) bool {
+	for _, ino := range inos {
+		if isInUse(trapKey{l.dev, ino}) {
+			return true
+		}
+	}
+	return false
+}
+
+// reportInUse warns that a layer is another overlay's upper directory or
+// workdir, or inside one. Without the index feature Linux mounts anyway
+// and warns so (ovl_report_in_use).
+func reportInUse(what string) {
+	notice.Post(notice.Notice{Driver: Type, Msg: what + " is in-use as upperdir/workdir of another mount, accessing files from both mounts will result in undefined behavior"})
 }
 
 // A layer is one directory of the overlay, reached through a process in
@@ -409,14 +461,21 @@ func Open(p *vfs.Proc, d Dirs) (*FS, error) {
 		if err := fs.upper.setDev(0); err != nil {
 			return nil, err
 		}
-		if err := fs.setTrap(q, 0, "upperdir"); err != nil {
+		k, err := fs.setTrap(q, 0, "upperdir")
+		if err != nil {
 			return nil, err
+		}
+		if !fs.lockInUse(k) {
+			reportInUse("upperdir")
 		}
 		if err := separate(q, 0, 1); err != nil {
 			return fail("workdir and upperdir must be separate subtrees: %w", err)
 		}
-		if err := fs.setTrap(q, 1, "workdir"); err != nil {
+		if k, err = fs.setTrap(q, 1, "workdir"); err != nil {
 			return nil, err
+		}
+		if !fs.lockInUse(k) {
+			reportInUse("workdir")
 		}
 		if upperRoot, err = newReal(fs.upper, 0); err != nil {
 			return nil, err
@@ -425,7 +484,7 @@ func Open(p *vfs.Proc, d Dirs) (*FS, error) {
 		if err := fs.makeWorkdir(1); err != nil {
 			return fail("workdir: %w", err)
 		}
-		if err := fs.setTrap(q, fs.work, "workdir"); err != nil {
+		if _, err := fs.setTrap(q, fs.work, "workdir"); err != nil {
 			return nil, err
 		}
 	}
@@ -442,8 +501,12 @@ func Open(p *vfs.Proc, d Dirs) (*FS, error) {
 		if err := ly.setDev(0); err != nil {
 			return nil, err
 		}
-		if err := fs.setTrap(q, 0, "lowerdir"); err != nil {
+		k, err := fs.setTrap(q, 0, "lowerdir")
+		if err != nil {
 			return nil, err
+		}
+		if isInUse(k) {
+			reportInUse("lowerdir")
 		}
 		r, err := newReal(ly, 0)
 		if err != nil {
@@ -451,6 +514,17 @@ func Open(p *vfs.Proc, d Dirs) (*FS, error) {
 		}
 		fs.rootRefs = append(fs.rootRefs, r)
 		roots = append(roots, r)
+	}
+	if fs.upper != nil {
+		for fd, what := range []string{"upperdir", "workdir"} { // descriptors 0 and 1
+			up, err := ancestors(fs.upper.p, fd)
+			if err != nil {
+				return nil, err
+			}
+			if fs.upper.anyInUse(up[1:]) {
+				reportInUse(what)
+			}
+		}
 	}
 	fs.samefs = true
 	for _, l := range fs.lowers {
@@ -468,6 +542,9 @@ func Open(p *vfs.Proc, d Dirs) (*FS, error) {
 			if _, ok := fs.traps[trapKey{l.dev, ino}]; ok {
 				return fail("overlapping lowerdir path: %w", unix.ELOOP)
 			}
+		}
+		if l.anyInUse(up[1:]) {
+			reportInUse("lowerdir")
 		}
 	}
 	root, err := fs.newRoot(upperRoot, roots)
@@ -644,4 +721,10 @@ func (fs *FS) shutdownOnce() {
 		b.Release()
 	}
 	fs.pins = nil
+	inUse.Lock()
+	for _, k := range fs.locked {
+		delete(inUse.dirs, k)
+	}
+	inUse.Unlock()
+	fs.locked = nil
 }
