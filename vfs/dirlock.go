@@ -100,7 +100,12 @@ func (ns *Namespace) lockRename(r *renameOp) (*DirLock, *DirLock) {
 	}
 	ns.renameMu.Lock()
 	first, second := la, lb
-	if r.otrap = ns.childToward(a, b); r.otrap == nil {
+	if pa, pb := ns.parentOf(a), ns.parentOf(b); pa == pb && pa.mnt == a.mnt && pa.node != a.node && pb.node != b.node {
+		// Siblings, the common case: neither is the other's ancestor.
+		if uintptr(unsafe.Pointer(lb)) < uintptr(unsafe.Pointer(la)) {
+			first, second = lb, la
+		}
+	} else if r.otrap = ns.childToward(a, b); r.otrap == nil {
 		if r.ntrap = ns.childToward(b, a); r.ntrap != nil {
 			first, second = lb, la
 		} else if uintptr(unsafe.Pointer(lb)) < uintptr(unsafe.Pointer(la)) {
