@@ -50,7 +50,7 @@ var walkExperiment = &Experiment{
 		{Name: "tree", Default: "flat", Usage: "flat (one directory of --dirs subdirectories) or nested (--files files in nested directories)"},
 		{Name: "dirs", Default: "65000", Usage: "subdirectories of the flat tree"},
 		{Name: "files", Default: "20000", Usage: "files of the nested tree"},
-		{Name: "bcache", Default: "", Usage: "bcache= mount option of the iovfs-* variants (empty: the default budget, a quarter of the device up to 64M)"},
+		{Name: "bcache", Default: "", Usage: "bcache= mount option of the iovfs-* variants (empty: the process-wide default budget)"},
 	},
 	Setup: walkSetup,
 	Variants: []Variant{

@@ -56,7 +56,10 @@ const cacheShards = 16
 // A Cache is a bounded set of device blocks shared by the Views made from
 // it. All its methods are safe for concurrent use.
 type Cache struct {
-	limit int64
+	// limit is the budget now: what NewCache or SetLimit gave, lowered
+	// for a while under memory pressure for the process's cache
+	// (budget.go).
+	limit atomic.Int64
 	// bytes is the size of the blocks in the maps; peak its maximum.
 	bytes atomic.Int64
 	peak  atomic.Int64
@@ -198,7 +201,8 @@ func (b *Buf) SetVerified(tag uint64) { b.verified.Store(tag) }
 
 // NewCache returns an empty cache of at most limit bytes of blocks.
 func NewCache(limit int64) *Cache {
-	c := &Cache{limit: limit}
+	c := &Cache{}
+	c.limit.Store(limit)
 	for i := range c.shards {
 		c.shards[i].m = map[bufKey]*Buf{}
 	}
@@ -206,12 +210,25 @@ func NewCache(limit int64) *Cache {
 }
 
 // Limit returns the cache's byte budget.
-func (c *Cache) Limit() int64 { return c.limit }
+func (c *Cache) Limit() int64 { return c.limit.Load() }
 
-// DefaultCacheLimit is the budget a file system gives its metadata cache
-// when the mount does not say: a quarter of the device, at most 64 MiB.
-func DefaultCacheLimit(deviceSize int64) int64 {
-	return min(deviceSize/4, 64<<20)
+// SetLimit sets the cache's byte budget to limit and evicts blocks and
+// charges (by its CLOCK) until what it holds fits, or until only held and
+// dirty blocks are left. It reports whether what the cache holds fits.
+func (c *Cache) SetLimit(limit int64) bool {
+	c.limit.Store(limit)
+	for failed := 0; c.bytes.Load() > c.limit.Load(); {
+		s := &c.shards[c.hand.Add(1)%cacheShards]
+		s.mu.Lock()
+		ok := s.evictOne(c)
+		s.mu.Unlock()
+		if ok {
+			failed = 0
+		} else if failed++; failed > cacheShards {
+			return false
+		}
+	}
+	return true
 }
 
 // CacheStats are a cache's counters.
@@ -229,7 +246,7 @@ type CacheStats struct {
 
 // Stats returns the counters, summed over the shards.
 func (c *Cache) Stats() CacheStats {
-	st := CacheStats{Limit: c.limit, Bytes: c.bytes.Load(), Peak: c.peak.Load()}
+	st := CacheStats{Limit: c.limit.Load(), Bytes: c.bytes.Load(), Peak: c.peak.Load()}
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.RLock()
@@ -342,13 +359,14 @@ func (v *View) fill(k bufKey, s *cacheShard) (*Buf, error) {
 // reserve makes room for n bytes and counts them in; false if nothing
 // could be evicted. s is the shard the block will go to, tried first.
 func (c *Cache) reserve(s *cacheShard, n int64) bool {
-	if n > c.limit {
+	limit := c.limit.Load()
+	if n > limit {
 		return false
 	}
 	tried := 0
 	for {
 		cur := c.bytes.Load()
-		if cur+n <= c.limit {
+		if cur+n <= limit {
 			if c.bytes.CompareAndSwap(cur, cur+n) {
 				for p := c.peak.Load(); cur+n > p && !c.peak.CompareAndSwap(p, cur+n); p = c.peak.Load() {
 				}
@@ -376,7 +394,7 @@ func (c *Cache) reserve(s *cacheShard, n int64) bool {
 // evictOne drops one unheld, clean block of the shard, by 2Q-CLOCK, and
 // reports whether it did; mu is held.
 func (s *cacheShard) evictOne(c *Cache) bool {
-	protMax := c.limit / cacheShards * 3 / 4
+	protMax := c.limit.Load() / cacheShards * 3 / 4
 	for i := 3*(s.prob.len()+s.prot.len()) + 3; i > 0; i-- {
 		if s.prob.len() > 0 && (s.protBytes <= protMax || s.prot.len() == 0) {
 			b := s.prob.current()

@@ -3,6 +3,8 @@ package block_test
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -475,5 +477,80 @@ func TestCacheDemote(t *testing.T) {
 	with, without := evictedCharges(true), evictedCharges(false)
 	if 2*with >= without {
 		t.Errorf("charges evicted: %d with the blocks demoted, %d without; want fewer than half", with, without)
+	}
+}
+
+// TestCacheSetLimit: lowering a cache's limit evicts at once down to it,
+// keeping held blocks; raising it lets blocks in again.
+func TestCacheSetLimit(t *testing.T) {
+	d := newMemDisk(1 << 20)
+	c := block.NewCache(256 << 10)
+	v := c.View(d, 4096)
+	defer v.Close()
+	held, err := v.Get(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for blk := range 64 {
+		get(t, v, uint64(blk))
+	}
+	if st := c.Stats(); st.Bytes != 256<<10 {
+		t.Fatalf("%d bytes cached, want %d", st.Bytes, 256<<10)
+	}
+	if !c.SetLimit(32 << 10) {
+		t.Fatal("SetLimit(32K) left more than the limit")
+	}
+	if st := c.Stats(); st.Bytes > 32<<10 || st.Limit != 32<<10 || st.Evictions < 56 {
+		t.Fatalf("after SetLimit(32K): %d bytes, limit %d, %d evictions", st.Bytes, st.Limit, st.Evictions)
+	}
+	before := d.reads.Load()
+	if got := get(t, v, 0); !bytes.Equal(got, d.block(0, 4096)) || d.reads.Load() != before {
+		t.Error("the held block was evicted")
+	}
+	held.Release()
+	// Everything held: the limit cannot be met, and SetLimit says so.
+	var bufs []*block.Buf
+	for blk := range 8 {
+		b, err := v.Get(uint64(blk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, b)
+	}
+	if c.SetLimit(0) {
+		t.Error("SetLimit(0) with every block held reported success")
+	}
+	for _, b := range bufs {
+		b.Release()
+	}
+	c.SetLimit(256 << 10)
+	for blk := range 64 {
+		get(t, v, uint64(blk))
+	}
+	if st := c.Stats(); st.Bytes != 256<<10 {
+		t.Errorf("after raising the limit again: %d bytes cached, want %d", st.Bytes, 256<<10)
+	}
+}
+
+// TestProcessCacheLimit: the process's budget is a quarter of the Go
+// memory limit when that is below an eighth of physical memory, never
+// under 16 MiB, and the process cache is one cache.
+func TestProcessCacheLimit(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	debug.SetMemoryLimit(math.MaxInt64)
+	free := block.ProcessCacheLimit()
+	if free < 16<<20 {
+		t.Fatalf("budget %d without a Go memory limit, under 16 MiB", free)
+	}
+	debug.SetMemoryLimit(free * 2) // a quarter of it is half the budget
+	if got := block.ProcessCacheLimit(); got != max(free/2, 16<<20) {
+		t.Errorf("with a Go memory limit of %d: budget %d, want %d", free*2, got, max(free/2, 16<<20))
+	}
+	debug.SetMemoryLimit(1 << 20)
+	if got := block.ProcessCacheLimit(); got != 16<<20 {
+		t.Errorf("with a Go memory limit of 1 MiB: budget %d, want the floor, 16 MiB", got)
+	}
+	if c := block.ProcessCache(); c.Limit() < 16<<20 {
+		t.Errorf("the process cache's limit %d is under the floor", c.Limit())
 	}
 }

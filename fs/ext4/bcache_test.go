@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iovfs/iovfs"
+	"github.com/iovfs/iovfs/block"
 	"github.com/iovfs/iovfs/fs/ext4"
 	"github.com/iovfs/iovfs/vfs"
 )
@@ -62,15 +63,15 @@ func dirents(p *vfs.Proc, dir string) ([]vfs.Dirent, error) {
 	}
 }
 
-// TestBufferCacheOption: bcache= sets the budget, bcache=0 turns the
-// cache off, a dax mount has none, the default is a quarter of the device
-// up to 64 MiB, and a bad size is EINVAL.
+// TestBufferCacheOption: bcache= gives the mount a cache of that budget,
+// bcache=0 turns the cache off, a dax mount has none, the default is the
+// process's cache, and a bad size is EINVAL.
 func TestBufferCacheOption(t *testing.T) {
 	img := mkImage(t, 4096, populate, "-t", "ext4", "-b", "1024")
 	for _, tc := range []struct {
 		opts  string
 		limit int64 // -1: no cache
-	}{{"", 1 << 20}, {"bcache=256K", 256 << 10}, {"bcache=3M", 3 << 20}, {"bcache=100000", 100000}, {"bcache=0", -1}, {"dax", -1}} {
+	}{{"", block.ProcessCache().Limit()}, {"bcache=256K", 256 << 10}, {"bcache=3M", 3 << 20}, {"bcache=100000", 100000}, {"bcache=0", -1}, {"dax", -1}} {
 		p, dev, done := newProc(t, img, viaLoop)
 		fs := mountFS(t, p, dev, tc.opts)
 		done()

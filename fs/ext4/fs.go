@@ -25,7 +25,6 @@ package ext4
 import (
 	"errors"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/iovfs/iovfs/block"
@@ -66,8 +65,6 @@ type FS struct {
 	// own), nil without listings; lists counts them (listcache.go).
 	lview *block.View
 	lists listCounters
-	// listIDs numbers a read-write mount's listings, their keys in lview.
-	listIDs atomic.Uint64
 
 	shutdown sync.Once
 }

@@ -4,15 +4,16 @@ package ext4
 // directory keeps, after its first getdents, the entries it parsed, so
 // that the next getdents reads no block.
 //
-// Bound: one budget for the blocks and the listings of a mount. Each
-// listing is charged to the mount's buffer cache (block.View.Charge, at
-// its Cost) as one more entry of its 2Q CLOCK: the bcache= limit bounds
-// the cached blocks and listings together, and eviction picks among both
-// (a dirty or pinned block is still never evicted; a listing is
-// neither). An evicted listing is dropped from its directory, whose next
-// getdents reads the blocks and makes it again. A dax mount, whose
-// metadata needs no buffer cache, gets a cache of the default budget for
-// its listings alone; bcache=0 turns both off. A listing larger than the
+// Bound: one budget for the blocks and the listings, the process's
+// (block.ProcessCache, shared by every mount) or the mount's own
+// (bcache=). Each listing is charged to the mount's buffer cache
+// (block.View.Charge, at its Cost) as one more entry of its 2Q CLOCK:
+// the limit bounds the cached blocks and listings together, and eviction
+// picks among both (a dirty or pinned block is still never evicted; a
+// listing is neither). An evicted listing is dropped from its directory,
+// whose next getdents reads the blocks and makes it again. A dax mount,
+// whose metadata needs no buffer cache, charges its listings alone;
+// bcache=0 turns both off. A listing larger than the
 // budget is not made, and its directory keeps reading its blocks.
 // ListingStats reports the listing bytes, their peak and the hits;
 // CacheStats the budget's bytes, listings included.
@@ -60,6 +61,12 @@ type listing struct {
 // blocks: inline, over the budget, or with a block that failed to read
 // or check.
 var unlisted = new(listing)
+
+// listKeys numbers the listings, their keys in the buffer cache: unique
+// in the process, since mounts of one device may share a cache, and an
+// older listing of a directory (or of an inode its number named before)
+// may still be charged.
+var listKeys atomic.Uint64
 
 // read is ReadDir from the listing: the entries but "." and ".." at or
 // after position off, each with the position after it as its cookie.
@@ -157,9 +164,7 @@ func (d *dirNode) store(l *listing) {
 	if old := d.list.Load(); old != nil && old.ent != nil {
 		fs.lview.Uncharge(old.ent)
 	}
-	// A key of its own: an older listing of the directory, or of an
-	// inode its number named before, may still be charged.
-	if l.ent = fs.lview.Charge(fs.listIDs.Add(1), l.l.Cost(), func() { d.dropList(l) }); l.ent == nil {
+	if l.ent = fs.lview.Charge(listKeys.Add(1), l.l.Cost(), func() { d.dropList(l) }); l.ent == nil {
 		return // no room now
 	}
 	fs.lists.add(l.l.Cost())
@@ -204,7 +209,7 @@ func (d *dirNode) cachedList() *listing {
 		return nil
 	}
 	l := &listing{l: dl, in: in}
-	if l.ent = fs.lview.Charge(uint64(in.Ino), dl.Cost(), func() { d.dropList(l) }); l.ent == nil {
+	if l.ent = fs.lview.Charge(listKeys.Add(1), dl.Cost(), func() { d.dropList(l) }); l.ent == nil {
 		return nil // no room now (every block held); a later getdents tries again
 	}
 	fs.lists.add(dl.Cost())

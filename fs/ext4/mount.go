@@ -53,15 +53,15 @@ var Types = []string{"ext4", "ext3", "ext2"}
 //	                  (EINVAL otherwise)
 //	dax=never, nodax  read and write file data through the device (the
 //	                  default)
-//	bcache=SIZE       one budget for the buffer cache that metadata is
-//	                  read through and the parsed directory listings, in
-//	                  bytes or with a K, M or G suffix; the default is
-//	                  block.DefaultCacheLimit (a quarter of the device, at
-//	                  most 64 MiB); bcache=0 reads metadata and directories
+//	bcache=SIZE       a buffer cache of the mount's own for metadata and
+//	                  the parsed directory listings, of at most SIZE
+//	                  bytes (or with a K, M or G suffix); by default the
+//	                  mount shares block.ProcessCache, one budget for the
+//	                  process sized from its memory and reclaimed under
+//	                  pressure; bcache=0 reads metadata and directories
 //	                  from the device every time. A dax mount reads
 //	                  metadata from device memory: the budget is its
-//	                  listings'; so it is on a read-write mount, whose
-//	                  Writer reads metadata without the buffer cache.
+//	                  listings'.
 //	commit=N          read-write: commit the running transaction N seconds
 //	                  after the last commit, with or without further
 //	                  operations (0: the default, 5); at most INT_MAX/HZ
@@ -312,7 +312,7 @@ func mountRO(req vfs.MountRequest, b *vfs.Backing, opts mountOpts, logf func(str
 	case fs.mem != nil:
 		vdev = memDevice(fs.mem) // metadata straight from device memory
 	case opts.bcache != 0:
-		vopt.Cache, vopt.CacheDevice = block.NewCache(fs.cacheLimit()), fs.dev
+		vopt.Cache, vopt.CacheDevice = fs.cache(), fs.dev
 	}
 	if fs.vol, err = disk.Open(vdev, vopt); err != nil {
 		return nil, err
@@ -362,7 +362,7 @@ func mountRW(req vfs.MountRequest, b *vfs.Backing, opts mountOpts, logf func(str
 	fs.viaVol = opts.data == disk.DataJournal && w.Journalled()
 	vopt := disk.Options{Logf: logf}
 	if opts.bcache != 0 {
-		vopt.Cache, vopt.CacheDevice = block.NewCache(fs.cacheLimit()), fs.dev
+		vopt.Cache, vopt.CacheDevice = fs.cache(), fs.dev
 	}
 	if fs.vol, err = w.Reader(vopt); err != nil {
 		w.Close()
@@ -396,12 +396,14 @@ func newFS(src string, b *vfs.Backing, opts mountOpts) (*FS, error) {
 	return fs, nil
 }
 
-// cacheLimit is the bcache= budget, or the default for the device.
-func (fs *FS) cacheLimit() int64 {
-	if fs.opts.bcache >= 0 {
-		return fs.opts.bcache
+// cache is the buffer cache the mount reads metadata through and charges
+// its listings to: one of its own of the bcache= budget, else the
+// process's, shared with every other mount (a page cache's budget).
+func (fs *FS) cache() *block.Cache {
+	if fs.opts.bcache > 0 {
+		return block.NewCache(fs.opts.bcache)
 	}
-	return block.DefaultCacheLimit(block.ReadEnd(fs.dev))
+	return block.ProcessCache()
 }
 
 // start finishes a mount whose volume is open: the block size, the
@@ -415,7 +417,7 @@ func (fs *FS) start() error {
 	case fs.vol.MetaView() != nil:
 		fs.lview = fs.vol.MetaView() // listings share the blocks' budget
 	case fs.mem != nil && fs.w == nil && fs.opts.bcache != 0:
-		fs.lview = block.NewCache(fs.cacheLimit()).View(fs.dev, int(fs.bs))
+		fs.lview = fs.cache().View(fs.dev, int(fs.bs))
 	}
 	_, err := fs.nodeIno(fs.vol.Root())
 	return err
