@@ -13,10 +13,12 @@ import (
 )
 
 // credKey is a set of credentials: fs uid and gid from the request
-// header, supplementary groups from /proc/PID/status.
+// header, supplementary groups from /proc/PID/status; and the umask a
+// request that creates a file carries (0 for the others).
 type credKey struct {
 	uid, gid uint32
 	groups   string // decimal ids, space separated, sorted
+	umask    uint32
 }
 
 // credentials caches one thread of the server's Proc per set of
@@ -44,10 +46,25 @@ func (c *credentials) init(base *vfs.Proc) {
 // Proc, with root's full privileges, as a root process has on a local
 // file system.
 func (c *credentials) proc(h *gofuse.InHeader) (*vfs.Proc, error) {
-	if h.Uid == 0 || h.Pid == 0 {
+	return c.procUmask(h, 0)
+}
+
+// procUmask is proc for a request that creates a file with the caller's
+// umask: the kernel leaves it to the server (FUSE_DONT_MASK), since a
+// default ACL of the directory replaces it (posix_acl_create), which vfs
+// decides under the directory's lock. Each umask gets threads of its own
+// (a thread's umask is its own: no CLONE_FS).
+func (c *credentials) procUmask(h *gofuse.InHeader, umask uint32) (*vfs.Proc, error) {
+	umask &= 0o777
+	if (h.Uid == 0 || h.Pid == 0) && umask == 0 {
 		return c.base, nil
 	}
-	k := credKey{uid: h.Uid, gid: h.Gid, groups: groupsOf(h.Pid)}
+	k := credKey{uid: h.Uid, gid: h.Gid, groups: "server", umask: umask}
+	if h.Uid != 0 && h.Pid != 0 {
+		k.groups = groupsOf(h.Pid)
+	} else {
+		k.uid, k.gid = 0, 0
+	}
 	c.mu.Lock()
 	p := c.procs[k]
 	c.mu.Unlock()
@@ -55,6 +72,11 @@ func (c *credentials) proc(h *gofuse.InHeader) (*vfs.Proc, error) {
 		return p, nil
 	}
 	p = c.base.NewThread()
+	p.Umask(umask)
+	if k.groups == "server" {
+		// Root, or the kernel itself: the server's credentials.
+		return c.cache(k, p), nil
+	}
 	var gids []int
 	for _, f := range bytes.Fields([]byte(k.groups)) {
 		g, _ := strconv.Atoi(string(f))
@@ -69,14 +91,19 @@ func (c *credentials) proc(h *gofuse.InHeader) (*vfs.Proc, error) {
 	if err := p.Setresuid(int(k.uid), int(k.uid), int(k.uid)); err != nil {
 		return nil, err
 	}
+	return c.cache(k, p), nil
+}
+
+// cache enters p as the thread for k, unless another request did first,
+// and returns the thread for k.
+func (c *credentials) cache(k credKey, p *vfs.Proc) *vfs.Proc {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if q := c.procs[k]; q != nil {
-		p = q
-	} else {
-		c.procs[k] = p
+		return q
 	}
-	c.mu.Unlock()
-	return p, nil
+	c.procs[k] = p
+	return p
 }
 
 // groupsOf returns the supplementary groups of host process pid, sorted,

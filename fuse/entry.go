@@ -26,7 +26,12 @@ type req struct {
 
 // begin returns the caller's thread and node id for a request.
 func (r *rawFS) begin(h *gofuse.InHeader, id uint64) (req, gofuse.Status) {
-	p, err := r.s.creds.proc(h)
+	return r.beginUmask(h, id, 0)
+}
+
+// beginUmask is begin for a request that creates a file with umask.
+func (r *rawFS) beginUmask(h *gofuse.InHeader, id uint64, umask uint32) (req, gofuse.Status) {
+	p, err := r.s.creds.procUmask(h, umask)
 	if err != nil {
 		return req{}, st(err)
 	}
@@ -206,7 +211,7 @@ func (r *rawFS) Mknod(cancel <-chan struct{}, in *gofuse.MknodIn, name string, o
 	if s := one(name); !s.Ok() {
 		return s
 	}
-	q, s := r.begin(&in.InHeader, in.NodeId)
+	q, s := r.beginUmask(&in.InHeader, in.NodeId, in.Umask)
 	if !s.Ok() {
 		return s
 	}
@@ -218,7 +223,7 @@ func (r *rawFS) Mkdir(cancel <-chan struct{}, in *gofuse.MkdirIn, name string, o
 	if s := one(name); !s.Ok() {
 		return s
 	}
-	q, s := r.begin(&in.InHeader, in.NodeId)
+	q, s := r.beginUmask(&in.InHeader, in.NodeId, in.Umask)
 	if !s.Ok() {
 		return s
 	}

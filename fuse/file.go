@@ -153,7 +153,7 @@ func (r *rawFS) Create(cancel <-chan struct{}, in *gofuse.CreateIn, name string,
 	if s := one(name); !s.Ok() {
 		return s
 	}
-	q, s := r.begin(&in.InHeader, in.NodeId)
+	q, s := r.beginUmask(&in.InHeader, in.NodeId, in.Umask)
 	if !s.Ok() {
 		return s
 	}
@@ -442,7 +442,7 @@ func (r *rawFS) readDir(in *gofuse.ReadIn, out *gofuse.DirEntryList, plus bool) 
 // handle; a later LINK of the node names it (LinkFd), unless it was made
 // with O_EXCL.
 func (r *rawFS) Tmpfile(cancel <-chan struct{}, in *gofuse.CreateIn, out *gofuse.CreateOut) gofuse.Status {
-	q, s := r.begin(&in.InHeader, in.NodeId)
+	q, s := r.beginUmask(&in.InHeader, in.NodeId, in.Umask)
 	if !s.Ok() {
 		return s
 	}

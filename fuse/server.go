@@ -216,7 +216,13 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		// the mode as the caller, which a non-owner may not make.
 		// EXPORT_SUPPORT: the kernel may LOOKUP "." and ".." to turn a
 		// file handle back into a node it forgot (handles.go).
-		ExtraCapabilities: gofuse.CAP_HANDLE_KILLPRIV_V2 | gofuse.CAP_EXPORT_SUPPORT,
+		// POSIX_ACL: the kernel checks permissions with the files' ACLs
+		// too and forgets the attributes a change of an ACL changes;
+		// DONT_MASK: creates come with the mode and the caller's umask
+		// apart, which vfs applies unless the directory has a default
+		// ACL (creds.go).
+		ExtraCapabilities: gofuse.CAP_HANDLE_KILLPRIV_V2 | gofuse.CAP_EXPORT_SUPPORT |
+			gofuse.CAP_POSIX_ACL | gofuse.CAP_DONT_MASK,
 	}
 	if opts.ReadOnly {
 		mo.Options = append(mo.Options, "ro")

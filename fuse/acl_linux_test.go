@@ -1,0 +1,132 @@
+package fuse
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// aclXattr encodes entries (tag, perm, id) as a system.posix_acl_* value.
+func aclXattr(entries ...[3]uint32) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, 2) // POSIX_ACL_XATTR_VERSION
+	for _, e := range entries {
+		b = binary.LittleEndian.AppendUint16(b, uint16(e[0]))
+		b = binary.LittleEndian.AppendUint16(b, uint16(e[1]))
+		b = binary.LittleEndian.AppendUint32(b, e[2])
+	}
+	return b
+}
+
+// ACL tags.
+const (
+	aclUserObj  = 0x01
+	aclUser     = 0x02
+	aclGroupObj = 0x04
+	aclMask     = 0x10
+	aclOther    = 0x20
+	aclNoID     = 0xffffffff
+)
+
+// asFsUser runs f on a thread whose fs uid and gid are uid and gid: the
+// kernel drops the file capabilities of a thread whose fsuid is not 0, so
+// its permission checks are those of that user.
+func asFsUser(uid, gid int, f func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	unix.Setfsgid(gid)
+	unix.Setfsuid(uid)
+	defer func() {
+		unix.Setfsuid(0)
+		unix.Setfsgid(0)
+	}()
+	f()
+}
+
+// TestACLExport compares POSIX ACLs through the export with a host tmpfs:
+// the kernel's permission checks use a file's ACL (FUSE_POSIX_ACL), a
+// mode an owner's ACL change sets is seen at once (the kernel forgets the
+// attributes), and a create in a directory with a default ACL ignores the
+// umask (FUSE_DONT_MASK: the server applies it only without one).
+func TestACLExport(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := newProc(t)
+	mnt, _ := export(t, p, "/tmp", Options{})
+	host := t.TempDir()
+	if err := unix.Mount("tmpfs", host, "tmpfs", 0, "size=16m"); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(host, unix.MNT_DETACH)
+	must(os.Chmod(filepath.Dir(host), 0o755)) // the test's directory, for the other users
+	defer unix.Umask(unix.Umask(0o022))
+
+	readOnly1000 := aclXattr([3]uint32{aclUserObj, 6, aclNoID}, [3]uint32{aclUser, 4, 1000},
+		[3]uint32{aclGroupObj, 0, aclNoID}, [3]uint32{aclMask, 4, aclNoID}, [3]uint32{aclOther, 0, aclNoID})
+	all := aclXattr([3]uint32{aclUserObj, 7, aclNoID}, [3]uint32{aclGroupObj, 7, aclNoID}, [3]uint32{aclOther, 7, aclNoID})
+	var results [2][]string
+	for i, root := range []string{host, mnt} {
+		var out []string
+		note := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
+		path := func(s string) string { return filepath.Join(root, s) }
+		mode := func(s string) string {
+			var st unix.Stat_t
+			if err := unix.Lstat(path(s), &st); err != nil {
+				return err.Error()
+			}
+			return fmt.Sprintf("%o", st.Mode)
+		}
+		must(os.WriteFile(path("f"), []byte("data"), 0o600))
+		must(unix.Setxattr(path("f"), "system.posix_acl_access", readOnly1000, 0))
+		must(os.Mkdir(path("d"), 0o755))
+		must(unix.Setxattr(path("d"), "system.posix_acl_default", all, 0))
+		must(os.Mkdir(path("plain"), 0o777))
+		must(os.WriteFile(path("g"), nil, 0o644))
+		must(os.Chown(path("g"), 1000, 1000))
+		must(os.Chmod(path("g"), 0o755|os.ModeSetgid))
+		note("f %s, g %s", mode("f"), mode("g"))
+		for _, uid := range []int{1000, 1001} {
+			asFsUser(uid, uid, func() {
+				b, err := os.ReadFile(path("f"))
+				if pe, ok := err.(*os.PathError); ok {
+					err = pe.Err
+				}
+				note("uid %d reads f: %q %v", uid, b, err)
+				note("uid %d sets g's ACL: %v", uid, unix.Setxattr(path("g"), "system.posix_acl_access", all, 0))
+				note("then g is %s", mode("g"))
+			})
+			must(unix.Chmod(path("g"), 0o2755))
+		}
+		for _, dir := range []string{"d", "plain"} {
+			must(os.WriteFile(path(dir+"/file"), nil, 0o666))
+			must(os.Mkdir(path(dir+"/dir"), 0o777))
+			must(unix.Mknod(path(dir+"/fifo"), unix.S_IFIFO|0o666, 0))
+			note("in %s, umask 022: file %s, dir %s, fifo %s", dir, mode(dir+"/file"), mode(dir+"/dir"), mode(dir+"/fifo"))
+			b := make([]byte, 256)
+			n, err := unix.Getxattr(path(dir+"/dir"), "system.posix_acl_default", b)
+			note("its subdirectory's default ACL: %x %v", b[:max(n, 0)], err)
+		}
+		results[i] = out
+	}
+	for i := range max(len(results[0]), len(results[1])) {
+		var h, o string
+		if i < len(results[0]) {
+			h = results[0][i]
+		}
+		if i < len(results[1]) {
+			o = results[1][i]
+		}
+		if h != o {
+			t.Errorf("host tmpfs %s\n       export %s", h, o)
+		}
+	}
+	t.Logf("%d results compared", len(results[0]))
+}
