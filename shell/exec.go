@@ -25,10 +25,11 @@ const pipeCmd = "__iovfs_pipeline"
 // hidden names its call handler gives them, so the exec handler gets
 // them: help lists the builtins written here too; pwd prints the running
 // code's directory (the interpreter's reads $PWD, and -P resolves
-// symlinks on the host); wait, jobs and kill know the shell's jobs
+// symlinks on the host); printf has bash's conversions (the
+// interpreter's lacks most); wait, jobs and kill know the shell's jobs
 // (jobs.go), which the interpreter's do not.
 var overridden = map[string]string{"help": "__iovfs_help", "pwd": "__iovfs_pwd",
-	"wait": "__iovfs_wait", "jobs": "__iovfs_jobs", "kill": "__iovfs_kill"}
+	"wait": "__iovfs_wait", "jobs": "__iovfs_jobs", "kill": "__iovfs_kill", "printf": "__iovfs_printf"}
 
 // shellCommands are the commands that act on the shell itself rather
 // than in a process of their own.
