@@ -130,3 +130,67 @@ func TestACLExport(t *testing.T) {
 	}
 	t.Logf("%d results compared", len(results[0]))
 }
+
+// TestFallocateKillPrivExport compares with a host tmpfs a fallocate by a
+// user without CAP_FSETID of a set-ID file and of a file with
+// capabilities: the bits and the security.capability xattr go (Linux's
+// file_modified), and the mode the kernel shows after it is the new one.
+func TestFallocateKillPrivExport(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := newProc(t)
+	mnt, _ := export(t, p, "/tmp", Options{})
+	host := t.TempDir()
+	must(unix.Mount("tmpfs", host, "tmpfs", 0, "size=16m"))
+	defer unix.Unmount(host, unix.MNT_DETACH)
+	must(os.Chmod(filepath.Dir(host), 0o755))
+	// vfs_cap_data, revision 2: cap_setuid and cap_setgid, effective.
+	caps := binary.LittleEndian.AppendUint32(nil, 0x02000001)
+	caps = binary.LittleEndian.AppendUint32(caps, 1<<unix.CAP_SETUID|1<<unix.CAP_SETGID)
+	caps = append(caps, make([]byte, 12)...)
+	var results [2][]string
+	for i, root := range []string{host, mnt} {
+		var out []string
+		for _, c := range []struct {
+			name string
+			mode uint32
+			caps bool
+		}{{"suid", 0o6666, false}, {"sgid-x", 0o2676, false}, {"caps", 0o666, true}} {
+			f := filepath.Join(root, c.name)
+			must(os.WriteFile(f, make([]byte, 8192), 0o600))
+			must(os.Chmod(f, 0))
+			must(unix.Chmod(f, c.mode))
+			if c.caps {
+				must(unix.Setxattr(f, "security.capability", caps, 0))
+			}
+			var err error
+			asFsUser(1000, 1000, func() {
+				var fd int
+				if fd, err = unix.Open(f, unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
+					err = unix.Fallocate(fd, 0, 0, 65536)
+					unix.Close(fd)
+				}
+			})
+			// The mode alone first, as stat -c %A asks: a cached mode
+			// the kernel was not told to forget would show.
+			var x unix.Statx_t
+			must(unix.Statx(unix.AT_FDCWD, f, 0, unix.STATX_MODE, &x))
+			var st unix.Stat_t
+			must(unix.Stat(f, &st))
+			b := make([]byte, 64)
+			n, xerr := unix.Getxattr(f, "security.capability", b)
+			out = append(out, fmt.Sprintf("%s: fallocate %v, then mode %o (%o) size %d, capabilities %x %v",
+				c.name, err, x.Mode, st.Mode, st.Size, b[:max(n, 0)], xerr))
+		}
+		results[i] = out
+	}
+	for i := range results[0] {
+		if results[0][i] != results[1][i] {
+			t.Errorf("host tmpfs %s\n       export %s", results[0][i], results[1][i])
+		}
+	}
+}

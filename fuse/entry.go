@@ -439,5 +439,17 @@ func (r *rawFS) RemoveXAttr(cancel <-chan struct{}, h *gofuse.InHeader, attr str
 		return s
 	}
 	defer r.done(q)
-	return st(q.p.RemovexattrFd(q.n.fd, attr))
+	p := q.p
+	if attr == capsXattr {
+		// Only the kernel's own security_inode_killpriv sends this for
+		// a caller without CAP_SETFCAP (cap_inode_removexattr refuses
+		// the system call before it reaches FUSE): a write, fallocate,
+		// truncate or chown the caller may make removes the file's
+		// capabilities without a permission check of its own.
+		p = r.s.base
+	}
+	return st(p.RemovexattrFd(q.n.fd, attr))
 }
+
+// capsXattr is XATTR_NAME_CAPS, the file capabilities.
+const capsXattr = "security.capability"

@@ -289,7 +289,15 @@ func (r *rawFS) Fallocate(cancel <-chan struct{}, in *gofuse.FallocateIn) gofuse
 	if err != nil {
 		return st(err)
 	}
-	return st(p.Fallocate(h.fd, in.Mode, int64(in.Offset), int64(in.Length)))
+	setID := r.s.setID(h.fd)
+	err = p.Fallocate(h.fd, in.Mode, int64(in.Offset), int64(in.Length))
+	if setID && !r.s.setID(h.fd) {
+		// The kernel forgets only the size and times after FALLOCATE:
+		// tell it the mode changed too (a negative offset leaves the
+		// page cache alone).
+		r.s.srv.InodeNotify(in.NodeId, -1, 0)
+	}
+	return st(err)
 }
 
 func (r *rawFS) Lseek(cancel <-chan struct{}, in *gofuse.LseekIn, out *gofuse.LseekOut) gofuse.Status {
