@@ -215,3 +215,19 @@ cd /tmp && ctool cat f | head -n 1`)
 		t.Errorf("status %d\nstdout:\n%s\nwant:\n%s\nstderr: %s", st, o, want, e)
 	}
 }
+
+// TestProgramXargs: xargs runs programs from PATH with the items as
+// arguments, and the text builtins take a program's output and feed one.
+func TestProgramXargs(t *testing.T) {
+	sh, _, out, errb := progShell(t)
+	o, e, st := runSh(t, sh, out, errb, `printf 'a b\n"c d"\n' | xargs tool args
+printf 'x y' | xargs -n1 tool args; echo $?
+printf '1\n' | xargs tool exit; echo $?
+printf '0\n' | xargs -I{} tool exit {}; echo $?
+printf 'ab\ncd\n' | tool upper | sed 's/A/x/' | sort -r | tr C z
+seq 3 | tool upper | grep -c .`)
+	want := "[a]\n[b]\n[c d]\n[x]\n[y]\n0\n123\n0\nxB\nzD\n3\n"
+	if o != want || e != "" || st != 0 {
+		t.Errorf("status %d\nstdout:\n%s\nwant:\n%s\nstderr: %s", st, o, want, e)
+	}
+}
