@@ -145,6 +145,8 @@ func badInputs(dir string) []badInput {
 		{[]string{"mount", "-t", "overlay", "-o", "lowerdir=" + hostDir + ",bogus", "none", hostDir}, 1, `"bogus"`},
 		{[]string{"mount", "-t", "overlay", "-o", "lowerdir=" + f("junk.img") + ":" + hostDir, "none", hostDir}, 1, "junk.img: no ext2/3/4 or FAT file system found"},
 		{[]string{"mount", "-t", "overlay", "-o", "lowerdir=" + f("empty.img") + ":" + hostDir, "none", hostDir}, 1, "empty file"},
+		{[]string{"mount", "-t", "overlay", "-o", "lowerdir=" + f("ok.img") + "@1:" + hostDir, "none", hostDir}, 1, "no partition table"},
+		{[]string{"mount", "-t", "overlay", "-o", "lowerdir=" + f("missing.img") + "@1:" + hostDir, "none", hostDir}, 1, "missing.img@1: No such file or directory"},
 
 		// run: usage, the program, the preopens.
 		{[]string{"run"}, 2, "missing PROG.wasm"},

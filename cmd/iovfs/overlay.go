@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/iovfs/iovfs/diskimage"
 	"github.com/iovfs/iovfs/fs/overlay"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
@@ -73,13 +74,20 @@ func (s *layerSet) openDir(dir, what, given string) (int, error) {
 	return fd, nil
 }
 
-// addLowerHost adds the host directory, or the image file, path as the
-// next lower layer (read-only, an image through a loop device).
+// addLowerHost adds the host directory, or the image (IMAGE[@PART]),
+// path as the next lower layer (read-only, an image through a loop
+// device).
 func (s *layerSet) addLowerHost(path string) error {
-	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+	fi, err := os.Stat(path)
+	if err == nil && fi.Mode().IsRegular() {
 		return s.addLowerImage(path)
 	}
-	if _, err := os.Stat(path); err != nil {
+	if spec := diskimage.ParseSpec(path); err != nil && spec.Part != "" {
+		if _, err := os.Stat(spec.Path); err == nil {
+			return s.addLowerImage(path) // a partition of an image
+		}
+	}
+	if err != nil {
 		return &shownError{fmt.Sprintf("lowerdir %s: %s", path, errText(err)), err}
 	}
 	dir, err := s.hostPath(path)
