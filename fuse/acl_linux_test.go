@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -193,4 +194,93 @@ func TestFallocateKillPrivExport(t *testing.T) {
 			t.Errorf("host tmpfs %s\n       export %s", results[0][i], results[1][i])
 		}
 	}
+}
+
+// TestFileAttrExport compares inode flags through the export with a host
+// tmpfs: FS_IOC_GETFLAGS, FS_IOC_SETFLAGS and FS_IOC_FSGETXATTR (chattr,
+// lsattr), who may set them, and what the immutable and append-only
+// flags then refuse.
+func TestFileAttrExport(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := newProc(t)
+	mnt, _ := export(t, p, "/tmp", Options{})
+	host := t.TempDir()
+	must(unix.Mount("tmpfs", host, "tmpfs", 0, "size=16m"))
+	defer unix.Unmount(host, unix.MNT_DETACH)
+	must(os.Chmod(filepath.Dir(host), 0o755))
+	var results [2][]string
+	for i, root := range []string{host, mnt} {
+		var out []string
+		note := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
+		path := func(s string) string { return filepath.Join(root, s) }
+		errno := func(err error) string {
+			if pe, ok := err.(*os.PathError); ok {
+				err = pe.Err
+			}
+			if le, ok := err.(*os.LinkError); ok {
+				err = le.Err
+			}
+			return fmt.Sprint(err)
+		}
+		flags := func(name string) string {
+			fd, err := unix.Open(path(name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return errno(err)
+			}
+			defer unix.Close(fd)
+			fl, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+			x, xerr := unix.IoctlGetInt(fd, 0x801c581f) // FS_IOC_FSGETXATTR's fsx_xflags, the first word
+			return fmt.Sprintf("flags %#x %v, xflags %#x %v", fl, err, uint32(x), xerr)
+		}
+		set := func(name string, fl uint32) error {
+			fd, err := unix.Open(path(name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			defer unix.Close(fd)
+			return unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(fl))
+		}
+		for _, n := range []string{"i", "a", "d"} {
+			must(os.WriteFile(path(n), []byte("data"), 0o666))
+			must(os.Chown(path(n), 1000, 1000))
+		}
+		asFsUser(1000, 1000, func() {
+			note("owner sets i: %v", errno(set("i", vfs.FS_IMMUTABLE_FL)))
+			note("owner sets d: %v", errno(set("d", vfs.FS_NODUMP_FL|vfs.FS_NOATIME_FL)))
+		})
+		asFsUser(1001, 1001, func() {
+			note("other sets d: %v", errno(set("d", 0)))
+		})
+		note("root sets i: %v", errno(set("i", vfs.FS_IMMUTABLE_FL)))
+		note("root sets a: %v", errno(set("a", vfs.FS_APPEND_FL)))
+		for _, n := range []string{"i", "a", "d"} {
+			note("%s: %s", n, flags(n))
+		}
+		_, err := os.OpenFile(path("i"), os.O_WRONLY, 0)
+		note("write open of i: %v", errno(err))
+		note("unlink i: %v, rename i: %v", errno(os.Remove(path("i"))), errno(os.Rename(path("i"), path("i2"))))
+		_, err = os.OpenFile(path("a"), os.O_WRONLY, 0)
+		note("write open of a: %v", errno(err))
+		f, err := os.OpenFile(path("a"), os.O_WRONLY|os.O_APPEND, 0)
+		if err == nil {
+			_, err = f.WriteString("more")
+			f.Close()
+		}
+		b, _ := os.ReadFile(path("a"))
+		note("append to a: %v, then %q", errno(err), b)
+		note("root clears them: %v %v", errno(set("i", 0)), errno(set("a", 0)))
+		note("unlink i: %v", errno(os.Remove(path("i"))))
+		results[i] = out
+	}
+	for i := range results[0] {
+		if results[0][i] != results[1][i] {
+			t.Errorf("host tmpfs %s\n       export %s", results[0][i], results[1][i])
+		}
+	}
+	t.Logf("%d results compared", len(results[0]))
 }

@@ -1,6 +1,7 @@
 package fuse
 
 import (
+	"encoding/binary"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -483,3 +484,74 @@ func (r *rawFS) created(fd int, out *gofuse.CreateOut) gofuse.Status {
 	r.s.opened(n, fd, false, &out.OpenOut)
 	return gofuse.OK
 }
+
+// Ioctl serves the inode-flag requests, which the kernel sends for
+// ioctl(2)'s FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, FS_IOC_FSGETXATTR and
+// FS_IOC_FSSETXATTR (chattr, lsattr) through its fileattr calls, after
+// its own checks, on a handle it opened for them: vfs answers them as the
+// caller (owner or CAP_FOWNER, CAP_LINUX_IMMUTABLE for the immutable and
+// append-only flags). Other requests give ENOTTY, as for a file whose
+// driver has none.
+func (r *rawFS) Ioctl(cancel <-chan struct{}, in *gofuse.IoctlIn, inbuf []byte, out *gofuse.IoctlOut, outbuf []byte) gofuse.Status {
+	h := r.s.handle(in.Fh)
+	if h == nil {
+		return gofuse.EBADF
+	}
+	defer r.s.putHandle(h)
+	p, err := r.s.creds.proc(&in.InHeader)
+	if err != nil {
+		return st(err)
+	}
+	switch cmd := uint(in.Cmd); cmd {
+	case vfs.FS_IOC_GETFLAGS:
+		var flags uint32
+		if len(outbuf) < 4 {
+			return gofuse.EINVAL
+		}
+		if _, err := p.Ioctl(h.fd, cmd, &flags); err != nil {
+			return st(err)
+		}
+		binary.LittleEndian.PutUint32(outbuf, flags)
+	case vfs.FS_IOC_SETFLAGS:
+		if len(inbuf) < 4 {
+			return gofuse.EINVAL
+		}
+		flags := binary.LittleEndian.Uint32(inbuf)
+		if _, err := p.Ioctl(h.fd, cmd, &flags); err != nil {
+			return st(err)
+		}
+	case vfs.FS_IOC_FSGETXATTR:
+		var x vfs.Fsxattr
+		if len(outbuf) < fsxattrSize {
+			return gofuse.EINVAL
+		}
+		if _, err := p.Ioctl(h.fd, cmd, &x); err != nil {
+			return st(err)
+		}
+		b := outbuf[:0]
+		for _, v := range []uint32{x.Xflags, x.Extsize, x.Nextents, x.Projid, x.Cowextsize} {
+			b = binary.LittleEndian.AppendUint32(b, v)
+		}
+		clear(outbuf[len(b):])
+	case vfs.FS_IOC_FSSETXATTR:
+		if len(inbuf) < fsxattrSize {
+			return gofuse.EINVAL
+		}
+		u := func(i int) uint32 { return binary.LittleEndian.Uint32(inbuf[4*i:]) }
+		x := vfs.Fsxattr{Xflags: u(0), Extsize: u(1), Nextents: u(2), Projid: u(3), Cowextsize: u(4)}
+		if _, err := p.Ioctl(h.fd, cmd, &x); err != nil {
+			return st(err)
+		}
+	default:
+		return gofuse.Status(unix.ENOTTY)
+	}
+	// The flags change what the kernel must show (statx attributes,
+	// ctime): it forgets the attributes it has.
+	if cmd := uint(in.Cmd); cmd == vfs.FS_IOC_SETFLAGS || cmd == vfs.FS_IOC_FSSETXATTR {
+		r.s.srv.InodeNotify(in.NodeId, -1, 0)
+	}
+	return gofuse.OK
+}
+
+// fsxattrSize is the size of struct fsxattr.
+const fsxattrSize = 28
