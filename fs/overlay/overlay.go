@@ -93,11 +93,11 @@ func parseOptions(data string, resolve func(opt, path string) error) (Options, e
 			o.UserXattr = o.UserXattr || k == "userxattr"
 		case "redirect_dir":
 			if v != "off" && v != "nofollow" {
-				return bad("not implemented:")
+				return Options{}, fmt.Errorf("overlay: %q is not implemented (only redirect_dir=off and nofollow are): %w", opt, unix.EINVAL)
 			}
 		case "index", "metacopy", "nfs_export", "xino":
 			if v != "off" {
-				return bad("not implemented:")
+				return Options{}, fmt.Errorf("overlay: %q is not implemented (only %s=off is): %w", opt, k, unix.EINVAL)
 			}
 		case "uuid":
 			switch v {
@@ -106,7 +106,7 @@ func parseOptions(data string, resolve func(opt, path string) error) (Options, e
 				return bad("invalid")
 			}
 		case "volatile", "verity", "lowerdir+", "datadir+":
-			return bad("not implemented:")
+			return Options{}, fmt.Errorf("overlay: %q is not implemented: %w", opt, unix.EINVAL)
 		default:
 			return bad("unknown option")
 		}
