@@ -273,6 +273,15 @@ func TestFileAttrKernel(t *testing.T) {
 				call{"fallocate keep", func() error { return unix.Fallocate(hfd, unix.FALLOC_FL_KEEP_SIZE, 0, 100) }, func() error { return root.Fallocate(ofd, unix.FALLOC_FL_KEEP_SIZE, 0, 100) }},
 				call{"fallocate punch", func() error { return unix.Fallocate(hfd, unix.FALLOC_FL_KEEP_SIZE|unix.FALLOC_FL_PUNCH_HOLE, 0, 1) },
 					func() error { return root.Fallocate(ofd, unix.FALLOC_FL_KEEP_SIZE|unix.FALLOC_FL_PUNCH_HOLE, 0, 1) }},
+				call{"copy_file_range old fd", func() error {
+					r, w := int64(0), int64(100)
+					_, err := unix.CopyFileRange(hfd, &r, hfd, &w, 1, 0)
+					return err
+				}, func() error {
+					r, w := int64(0), int64(100)
+					_, err := root.CopyFileRange(ofd, &r, ofd, &w, 1, 0)
+					return err
+				}},
 				call{"ftruncate", func() error { return unix.Ftruncate(hfd, 3) }, func() error { return root.Ftruncate(ofd, 3) }},
 				call{"truncate", func() error { return unix.Truncate(hp, 2) }, func() error { return root.Truncate(op, 2) }},
 				call{"unlink", func() error { return unix.Unlink(hp) }, func() error { return root.Unlink(op) }},

@@ -32,6 +32,7 @@ var copyBufs = sync.Pool{New: func() any { return new([copyBufSize]byte) }}
 //     ->copy_file_range, so only a copy within one super block falls back
 //     to splice); two imported host files are copied by the host's
 //     copy_file_range;
+//   - EPERM into an immutable file (opened before it became so);
 //   - EOVERFLOW if an offset plus n wraps around as unsigned 64-bit
 //     numbers (so a negative offset gives EOVERFLOW);
 //   - n is cut at the end of the input (a copy from the end returns 0) and
@@ -106,6 +107,9 @@ func copyChecks(fi *file, posIn int64, fo *file, posOut int64, count uint64) (ui
 	}
 	if fi.mnt == nil || fo.mnt == nil || fi.mnt.fs != fo.mnt.fs {
 		return 0, unix.EXDEV
+	}
+	if statPerm(fo.node, &sto)&PermImmutable != 0 {
+		return 0, errEPERM // IS_IMMUTABLE(inode_out)
 	}
 	if uint64(posIn)+count < uint64(posIn) || uint64(posOut)+count < uint64(posOut) {
 		return 0, unix.EOVERFLOW
