@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
@@ -283,4 +284,49 @@ func TestFileAttrExport(t *testing.T) {
 		}
 	}
 	t.Logf("%d results compared", len(results[0]))
+}
+
+// TestBtimeExport checks statx's creation time through the export
+// (FUSE_STATX), against a host tmpfs: both report it, for a file and a
+// directory, between the times around the create, and unchanged by a
+// later write.
+func TestBtimeExport(t *testing.T) {
+	p := newProc(t)
+	mnt, _ := export(t, p, "/tmp", Options{})
+	host := t.TempDir()
+	if err := unix.Mount("tmpfs", host, "tmpfs", 0, "size=16m"); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(host, unix.MNT_DETACH)
+	for _, root := range []string{host, mnt} {
+		for _, dir := range []bool{false, true} {
+			name := filepath.Join(root, fmt.Sprint("b", dir))
+			before := time.Now()
+			var err error
+			if dir {
+				err = os.Mkdir(name, 0o755)
+			} else {
+				err = os.WriteFile(name, []byte("x"), 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := time.Now()
+			time.Sleep(10 * time.Millisecond)
+			if !dir {
+				if err := os.WriteFile(name, []byte("yy"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var x unix.Statx_t
+			if err := unix.Statx(unix.AT_FDCWD, name, 0, unix.STATX_BTIME, &x); err != nil {
+				t.Fatal(err)
+			}
+			bt := time.Unix(x.Btime.Sec, int64(x.Btime.Nsec))
+			// Kernel timestamps come from a coarse clock: a tick of slack.
+			if x.Mask&unix.STATX_BTIME == 0 || bt.Before(before.Add(-10*time.Millisecond)) || bt.After(after) {
+				t.Errorf("%s: statx mask %#x, btime %v; want STATX_BTIME, between %v and %v", name, x.Mask, bt, before, after)
+			}
+		}
+	}
 }
