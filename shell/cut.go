@@ -149,7 +149,7 @@ func runCut(c *cmd, f flags, ops []string) int {
 		}
 		br := bufio.NewReaderSize(r, 64<<10)
 		for !c.stopped() {
-			line, rerr := br.ReadBytes(eol)
+			line, rerr := c.readLine(br, eol)
 			if len(line) > 0 {
 				line = bytes.TrimSuffix(line, []byte{eol})
 				if mode == "f" {
@@ -191,6 +191,9 @@ func runCut(c *cmd, f flags, ops []string) int {
 				break
 			}
 			if rerr != nil {
+				if c.stopped() {
+					break
+				}
 				c.errorf("%s: %s", op, errText(rerr))
 				status = 1
 				break

@@ -38,6 +38,17 @@ func FuzzBuiltinArgs(f *testing.F) {
 		{"wc", "-lwc", "/tmp/f"}, {"df", "-h"}, {"du", "-sh", "/"}, {"touch", "-d", "@-99999999999999", "/tmp/f"},
 		{"readlink", "-f", "/tmp/../../.."}, {"umount", "-l", "/tmp"}, {"rm", "-rf", "/"}, {"mkdir", "-p", "-m", "9", "/a/b"},
 		{"mkfifo", "-m", "x", "/tmp/p"}, {"id", "-u", "nobody"}, {"env", "x"}, {"help", "nosuch"},
+		{"seq", "-w", "-f", "%g", "1", "1e-300", "2"}, {"seq", "9223372036854775806", "9223372036854775807"},
+		{"sort", "-k", "2.5,1b", "-t", ":", "-nru", "/tmp/f"}, {"uniq", "-cdu", "/tmp/f", "/tmp/o"},
+		{"cut", "-f", "1-,3", "--complement", "-s", "/tmp/f"}, {"tr", "-cds", "[:alpha:][=a=]", "[x*]"},
+		{"tr", "a-z", "[\\0*0]"}, {"tee", "-a", "/tmp/f", "/tmp/d"}, {"basename", "-s", "", "/"},
+		{"stat", "-c", "%%%-9.3Y%N%q%", "/tmp/f"}, {"stat", "--printf", "\\x\\777\\", "/tmp"},
+		{"xxd", "-r", "-s", "-9", "-c", "999", "/tmp/f"}, {"xxd", "-g", "3", "-c", "7", "-s", "-99", "/tmp/f"},
+		{"hexdump", "-n", "0xffffffffffffffff", "-s", "1E", "/tmp/f"},
+		{"grep", "-rwo", "-e", "\\(", "-e", "a\\{1,\\}", "/"}, {"grep", "-E", "x{99999}", "/tmp/f"},
+		{"sed", "-n", "-e", "1~0{/x/I,+2!s/./&\\n/3gp;y/ab/cd/}", "/tmp/f"}, {"sed", "-i.bak", "$q7", "/tmp/f"},
+		{"sed", "s/x*//g;n;n;=", "/tmp/f"}, {"xargs", "-0", "-n", "1", "rm"}, {"xargs", "-I", "", "ls"},
+		{"printf", "%*.*d%q%b%c%-#x\\u12", "-5", "99999999999", "1", "", "\\c"},
 	} {
 		f.Add([]byte(strings.Join(s, "\x00")))
 	}

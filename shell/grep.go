@@ -214,7 +214,7 @@ func (g *grepper) file(r io.Reader, name string) (bool, error) {
 	}
 	n, selected := 0, 0
 	for lineNo := 1; !g.c.stopped(); lineNo++ {
-		line, err := br.ReadBytes('\n')
+		line, err := g.c.readLine(br, '\n')
 		if len(line) == 0 && err != nil {
 			if err == io.EOF {
 				break
@@ -348,7 +348,9 @@ func runGrep(c *cmd, f flags, ops []string) int {
 				// The directory's own order, as GNU's fts walk without
 				// a comparison gives it.
 				for _, e := range ents {
-					if e.Type == unix.DT_LNK { // -r follows no link below the top
+					// -r follows no link below the top, and skips devices,
+					// FIFOs and sockets there, as GNU's grep does.
+					if e.Type != unix.DT_REG && e.Type != unix.DT_DIR && e.Type != unix.DT_UNKNOWN {
 						continue
 					}
 					child := strings.TrimSuffix(shown, "/") + "/" + e.Name
@@ -373,7 +375,7 @@ func runGrep(c *cmd, f flags, ops []string) int {
 			name = "(standard input)"
 		}
 		sel, err := g.file(r, name)
-		if err != nil && !c.sigpipe {
+		if err != nil && !c.stopped() {
 			report("%s: %s", shown, errText(err))
 		}
 		if sel {

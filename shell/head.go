@@ -250,3 +250,24 @@ func (c *cmd) readAll(r io.Reader) ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+// readLine is bufio.Reader.ReadBytes(delim) for the line-at-a-time
+// builtins, stopping on cancellation or a closed output pipe within a
+// line without end (/dev/zero) instead of growing it until memory runs
+// out: then it returns ECANCELED.
+func (c *cmd) readLine(br *bufio.Reader, delim byte) ([]byte, error) {
+	var line []byte
+	for {
+		piece, err := br.ReadSlice(delim)
+		if err != bufio.ErrBufferFull {
+			if line == nil {
+				return append([]byte(nil), piece...), err
+			}
+			return append(line, piece...), err
+		}
+		line = append(line, piece...)
+		if c.stopped() {
+			return nil, unix.ECANCELED
+		}
+	}
+}

@@ -639,7 +639,7 @@ func (r *sedRun) cycle(ps []byte, last bool, next func() ([]byte, bool, bool)) (
 // missingNL is set when the last line had no newline: its output has none.
 func (r *sedRun) stream(src *bufio.Reader) error {
 	read := func() ([]byte, bool, error) {
-		l, err := src.ReadBytes('\n')
+		l, err := r.c.readLine(src, '\n')
 		if len(l) == 0 {
 			return nil, false, err
 		}
@@ -783,7 +783,7 @@ func runSed(c *cmd, f flags, ops []string) int {
 		}
 		err := run.stream(bufio.NewReaderSize(in, 64<<10))
 		in.close()
-		if err != nil {
+		if err != nil && !c.stopped() {
 			c.errorf("read error: %s", errText(err))
 			status = 2
 		}

@@ -103,11 +103,23 @@ func runSeq(c *cmd, f flags, ops []string) int {
 		}
 		n++
 		w.WriteString(s)
-		if w.Buffered() > 32<<10 {
-			w.Flush()
-			return !c.stopped()
+		// A failed write or a stop ends the sequence (which may have no
+		// end: a step below LAST's precision never reaches it).
+		if n%1024 == 0 && (w.Flush() != nil || c.stopped()) {
+			return false
 		}
 		return true
+	}
+	// stopStatus is the status of a sequence cut short.
+	stopStatus := func() int {
+		switch {
+		case c.ctx.Err() != nil:
+			return statusInterrupted
+		case c.sigpipe:
+			return 141
+		}
+		c.errorf("write error")
+		return 1
 	}
 	allInt := first.isInt && step.isInt && last.isInt && !hasFormat
 	if allInt {
@@ -121,7 +133,7 @@ func runSeq(c *cmd, f flags, ops []string) int {
 				s = zeroPad(s, width)
 			}
 			if !emit(s) {
-				return 141
+				return stopStatus()
 			}
 			if step.i > 0 && x > math.MaxInt64-step.i || step.i < 0 && x < math.MinInt64-step.i {
 				break
@@ -166,7 +178,7 @@ func runSeq(c *cmd, f flags, ops []string) int {
 				s = zeroPad(s, width)
 			}
 			if !emit(s) {
-				return 141
+				return stopStatus()
 			}
 		}
 	}

@@ -445,7 +445,7 @@ func runUniq(c *cmd, f flags, ops []string) int {
 		w.WriteByte('\n')
 	}
 	for !c.stopped() {
-		line, rerr := br.ReadBytes('\n')
+		line, rerr := c.readLine(br, '\n')
 		if len(line) > 0 {
 			line = bytes.TrimSuffix(line, []byte("\n"))
 			if n > 0 && bytes.Equal(line, prev) {
@@ -458,7 +458,7 @@ func runUniq(c *cmd, f flags, ops []string) int {
 		if rerr == io.EOF {
 			break
 		}
-		if rerr != nil {
+		if rerr != nil && !c.stopped() {
 			c.errorf("error reading %s: %s", quote(in), errText(rerr))
 			w.Flush()
 			return 1
