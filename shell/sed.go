@@ -56,6 +56,8 @@ type sedCmd struct {
 	ymap [256]byte
 	// q
 	exit int
+	// a i c
+	text string
 	// {: index of the matching }
 	end int
 	// range state
@@ -311,6 +313,8 @@ func (p *sedParser) parse() ([]*sedCmd, error) {
 			p.skipSpace()
 			c.exit, _ = p.number()
 			err = p.endCommand()
+		case 'a', 'i', 'c':
+			c.text = p.readText()
 		case 's':
 			err = p.parseS(c, at)
 		case 'y':
@@ -327,6 +331,34 @@ func (p *sedParser) parse() ([]*sedCmd, error) {
 		return nil, p.fail(-1, "unmatched `{'") // GNU places it at char 0
 	}
 	return cmds, nil
+}
+
+// readText reads the text of a, i and c as GNU's sed does: "a\" and a
+// newline, or "a\TEXT" keeping TEXT's leading blanks, or the one-line
+// "a TEXT" without them; a backslash at a line's end continues the text
+// on the next line, and one before another character is dropped.
+func (p *sedParser) readText() string {
+	p.skipSpace()
+	if !p.eof() && p.s[p.i] == '\\' {
+		p.i++
+		if !p.eof() && p.s[p.i] == '\n' {
+			p.i++
+		}
+	}
+	var b strings.Builder
+	for !p.eof() {
+		ch := p.s[p.i]
+		p.i++
+		if ch == '\n' {
+			break
+		}
+		if ch == '\\' && !p.eof() {
+			ch = p.s[p.i]
+			p.i++
+		}
+		b.WriteByte(ch)
+	}
+	return b.String()
 }
 
 func (p *sedParser) parseS(c *sedCmd, at int) error {
@@ -449,6 +481,28 @@ type sedRun struct {
 	out    *bufio.Writer
 	quit   bool
 	status int
+	// appended is the text of a commands, written at the cycle's end.
+	appended []string
+	// missingNL is set after a last line written without its newline:
+	// anything written after it starts with one, as GNU's sed does.
+	missingNL bool
+}
+
+// write writes b to the output, after the newline a last line lacked.
+func (r *sedRun) write(b []byte) {
+	if r.missingNL {
+		r.out.WriteByte('\n')
+		r.missingNL = false
+	}
+	r.out.Write(b)
+}
+
+// flushAppended writes the queued a texts.
+func (r *sedRun) flushAppended() {
+	for _, t := range r.appended {
+		r.write([]byte(t + "\n"))
+	}
+	r.appended = r.appended[:0]
 }
 
 func (r *sedRun) matchRe(a *sedAddr, ps []byte) bool {
@@ -599,15 +653,24 @@ func (r *sedRun) cycle(ps []byte, last bool, next func() ([]byte, bool, bool)) (
 		case 'd':
 			return nil, false
 		case 'p':
-			r.out.Write(ps)
-			r.out.WriteByte('\n')
+			r.write(append(ps[:len(ps):len(ps)], '\n'))
 		case '=':
-			fmt.Fprintf(r.out, "%d\n", r.line)
+			r.write(fmt.Appendf(nil, "%d\n", r.line))
+		case 'a':
+			r.appended = append(r.appended, c.text)
+		case 'i':
+			r.write([]byte(c.text + "\n"))
+		case 'c':
+			// A range prints the text once, at its end.
+			if c.a2 == nil || c.neg || !c.active {
+				r.write([]byte(c.text + "\n"))
+			}
+			return nil, false
 		case 'n':
 			if !r.quiet {
-				r.out.Write(ps)
-				r.out.WriteByte('\n')
+				r.write(append(ps[:len(ps):len(ps)], '\n'))
 			}
+			r.flushAppended()
 			nps, nlast, ok := next()
 			if !ok {
 				// GNU: without a next line, sed ends without running
@@ -622,8 +685,7 @@ func (r *sedRun) cycle(ps []byte, last bool, next func() ([]byte, bool, bool)) (
 		case 's':
 			var did bool
 			if ps, did = r.substitute(c, ps); did && c.print {
-				r.out.Write(ps)
-				r.out.WriteByte('\n')
+				r.write(append(ps[:len(ps):len(ps)], '\n'))
 			}
 		case 'y':
 			ps = append([]byte(nil), ps...)
@@ -675,11 +737,14 @@ func (r *sedRun) stream(src *bufio.Reader) error {
 		}
 		ps, show := r.cycle(cur, last, fetch)
 		if ps != nil && show {
-			r.out.Write(ps)
+			r.write(ps)
 			if curNL {
 				r.out.WriteByte('\n')
+			} else {
+				r.missingNL = true
 			}
 		}
+		r.flushAppended()
 		if nextLine == nil {
 			break
 		}
@@ -732,7 +797,7 @@ func runSed(c *cmd, f flags, ops []string) int {
 			}
 			var buf bytes.Buffer
 			run.out = bufio.NewWriter(&buf)
-			run.line = 0
+			run.line, run.missingNL = 0, false
 			for _, cm := range cmds {
 				cm.active = false
 			}
