@@ -2,8 +2,11 @@ package shell
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -213,10 +216,6 @@ func runPrintf(c *cmd, _ flags, args []string) int {
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
-	if len(args) > 0 && args[0] == "-v" {
-		c.errorf("-v: assigning to a variable is not supported; use v=$(printf ...)")
-		return 2
-	}
 	if len(args) == 0 {
 		c.errorf("usage: printf [-v var] format [arguments]")
 		return 2
@@ -362,4 +361,39 @@ func (p *printfState) once(format string, out *bytes.Buffer) (stop, bad bool) {
 		}
 	}
 	return false, false
+}
+
+// printfVar is the VAR of printf -v VAR: a name, or an array element
+// with a plain subscript.
+var printfVar = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\[[A-Za-z0-9_]*\])?$`)
+
+// printfV runs "printf -v VAR FORMAT [ARGUMENTS]" for the interpreter's
+// call handler: a builtin cannot set the interpreter's variables, so
+// the output is formatted here and the command becomes an eval of the
+// assignment, with printf's status.
+func printfV(ctx context.Context, args []string) []string {
+	errw := io.Discard
+	if hc, ok := handlerCtx(ctx); ok && hc.Stderr != nil {
+		errw = hc.Stderr
+	}
+	if len(args) < 3 {
+		fmt.Fprintln(errw, "printf: -v: option requires an argument")
+		fmt.Fprintln(errw, "printf: usage: printf [-v var] format [arguments]")
+		return []string{"eval", "(exit 2)"}
+	}
+	if !printfVar.MatchString(args[2]) {
+		fmt.Fprintf(errw, "printf: `%s': not a valid identifier\n", args[2])
+		return []string{"eval", "(exit 2)"}
+	}
+	var out bytes.Buffer
+	c := &cmd{name: "printf", out: &out, err: errw}
+	st := runPrintf(c, flags{}, args[3:])
+	// Double quotes with \ " $ ` escaped hold any byte (the
+	// interpreter reads 'a'\''b' in an assignment as a\'b).
+	esc := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
+	script := args[2] + `="` + esc.Replace(out.String()) + `"`
+	if st != 0 {
+		script += fmt.Sprintf("; (exit %d)", st)
+	}
+	return []string{"eval", script}
 }

@@ -148,6 +148,9 @@ func newShell(p *vfs.Proc, o Options, progs *programs) (*Shell, error) {
 			// The interpreter's own builtins of these names would
 			// answer first (exec.go's overridden); a function of the
 			// name still does.
+			if args[0] == "printf" && len(args) > 1 && args[1] == "-v" && s.runnerFrom(ctx).Funcs["printf"] == nil {
+				return printfV(ctx, args), nil
+			}
 			if hidden, ok := overridden[args[0]]; ok && s.runnerFrom(ctx).Funcs[args[0]] == nil {
 				args[0] = hidden
 			}
