@@ -141,6 +141,12 @@ func TestBenchQuick(t *testing.T) {
 }
 
 func TestBenchAll(t *testing.T) {
+	if raceEnabled {
+		// Every experiment at its smallest still takes minutes under the
+		// race detector; the run without it covers this, and bench's own
+		// tests run each experiment's code under -race.
+		t.Skip("bench all runs without the race detector")
+	}
 	// The matrix is narrowed to two cells: bench's own tests cover its drivers.
 	code, out, errOut := runArgs("bench", "all", "--loops", "1", "--reads", "10", "--dirs", "200", "--files", "200", "--drivers", "null", "--segments", "2", "--sizes", "1", "--copy-size", "4M", "--file-size", "8M")
 	if code != 0 {
