@@ -330,3 +330,29 @@ func TestBtimeExport(t *testing.T) {
 		}
 	}
 }
+
+// TestDevSuidExport checks Options.Dev and Options.Suid: without them the
+// export is nodev and nosuid (a device node made on it cannot be opened),
+// with them the host opens the node as its own device, as on a kernel
+// tmpfs mounted by root.
+func TestDevSuidExport(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		p := newProc(t)
+		mnt, _ := export(t, p, "/tmp", Options{Dev: on, Suid: on})
+		var sf unix.Statfs_t
+		if err := unix.Statfs(mnt, &sf); err != nil {
+			t.Fatal(err)
+		}
+		if got := sf.Flags&(unix.ST_NODEV|unix.ST_NOSUID) == 0; got != on {
+			t.Errorf("Dev, Suid %v: statfs flags %#x", on, sf.Flags)
+		}
+		null := filepath.Join(mnt, "null")
+		if err := unix.Mknod(null, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+			t.Fatal(err)
+		}
+		err := os.WriteFile(null, []byte("x"), 0)
+		if (err == nil) != on {
+			t.Errorf("Dev %v: writing a device node for the host's /dev/null: %v", on, err)
+		}
+	}
+}

@@ -81,6 +81,11 @@ type Options struct {
 	// still decides the open, with the caller's credentials. Files of
 	// other file systems have no host file and are always served.
 	NoPassthrough bool
+	// Dev and Suid mount the export without nodev and nosuid (the
+	// defaults, as fusermount's): the host then opens the device nodes
+	// made on it as its own devices, and runs its set-ID programs with
+	// their owners' ids. They need root, as mount(8)'s dev and suid do.
+	Dev, Suid bool
 }
 
 // Server is a running export.
@@ -226,6 +231,12 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 	}
 	if opts.ReadOnly {
 		mo.Options = append(mo.Options, "ro")
+	}
+	if opts.Dev {
+		mo.Options = append(mo.Options, "dev")
+	}
+	if opts.Suid {
+		mo.Options = append(mo.Options, "suid")
 	}
 	if opts.Fsname == "" {
 		mo.Name = "iovfs"

@@ -45,8 +45,10 @@ TYPE and SOURCE:
 
 options:
   -t TYPE         the file system type (required)
-  -o OPTIONS      comma-separated: ro mounts read-only; the others go to the
-                  file system: tmpfs size=, nr_inodes=, mode=, uid=, gid=;
+  -o OPTIONS      comma-separated: ro mounts read-only; dev and suid let the
+                  host use device nodes and set-ID bits on the export (root
+                  only; nodev and nosuid, the defaults, do not); the others
+                  go to the file system: tmpfs size=, nr_inodes=, mode=, uid=, gid=;
                   ext4 dax, nodax, commit=N, noload, data=ordered|journal,
                   errors=continue|remount-ro|panic, bcache=SIZE; hostfs uid=,
                   gid=, xdev; overlay lowerdir=, upperdir=, workdir=,
@@ -99,6 +101,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 
 	var flags uintptr
 	var data []string
+	var dev, suid bool
 	for _, o := range strings.Split(*optStr, ",") {
 		switch o {
 		case "":
@@ -106,6 +109,10 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 			flags |= unix.MS_RDONLY
 		case "rw":
 			flags &^= unix.MS_RDONLY
+		case "dev", "nodev":
+			dev = o == "dev"
+		case "suid", "nosuid":
+			suid = o == "suid"
 		default:
 			data = append(data, o)
 		}
@@ -121,6 +128,8 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		Name:           source,
 		Fsname:         "iovfs." + *typ,
 		DevicesAsFiles: devFiles,
+		Dev:            dev,
+		Suid:           suid,
 	})
 	if err != nil {
 		if errors.Is(err, syscall.EBUSY) {
