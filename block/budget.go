@@ -11,8 +11,9 @@ package block
 // minProcessCache. Blocks come in only as file systems read them, so the
 // budget is a ceiling, not an allocation.
 //
-// Pressure: after each garbage collection (a cleanup of an object dropped
-// for the purpose, re-armed each time) the cache's limit is set again:
+// Pressure: after each garbage collection (the finalizer of an object
+// only it keeps, set again by each run) the cache's limit is set again,
+// without allocating:
 //   - with a Go memory limit, when the live heap passes 3/4 of it, the
 //     limit drops by the excess (the cache's blocks are heap, so the next
 //     collection sees them gone);
@@ -80,13 +81,20 @@ type pressure struct {
 	// lastAvail is when MemAvailable was read last; low is what it said.
 	lastAvail time.Time
 	low       bool
+	mem       memReader
 }
 
-// arm runs check after the next garbage collection: the cleanup of an
-// object nothing keeps (large enough to stay out of the tiny allocator,
-// whose blocks outlive their objects).
+// arm runs check after every garbage collection: the finalizer of an
+// object nothing else keeps, set again on the same object by each run,
+// allocates nothing (a cleanup would need a new object each time, and the
+// allocation counts of whatever runs beside it would show it).
 func (p *pressure) arm() {
-	runtime.AddCleanup(new([64]byte), func(p *pressure) { p.check(time.Now()); p.arm() }, p)
+	var fin func(*[64]byte)
+	fin = func(o *[64]byte) {
+		p.check(time.Now())
+		runtime.SetFinalizer(o, fin)
+	}
+	runtime.SetFinalizer(new([64]byte), fin)
 }
 
 // check sets the cache's limit for the memory as it is now.
@@ -103,7 +111,7 @@ func (p *pressure) check(now time.Time) {
 	}
 	if now.Sub(p.lastAvail) >= time.Second {
 		p.lastAvail = now
-		total, avail, ok := memInfo()
+		total, avail, ok := p.mem.read()
 		p.low = ok && avail < total/16
 	}
 	if p.low {

@@ -1,41 +1,41 @@
 package block
 
-import (
-	"bytes"
-	"os"
-	"strconv"
-)
+import "syscall"
 
-// memInfo returns the machine's physical memory and the memory available
-// for new use without swapping (MemTotal and MemAvailable of
-// /proc/meminfo, in bytes).
-func memInfo() (total, avail int64, ok bool) {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
+// memReader reads MemTotal and MemAvailable from /proc/meminfo through a
+// descriptor it keeps open, into a buffer of its own, so that a read after
+// the first allocates nothing: it runs after garbage collections, beside
+// code whose allocations are being counted.
+type memReader struct {
+	fd     int
+	opened bool
+	buf    [8 << 10]byte
+}
+
+// read returns the machine's physical memory and the memory available
+// for new use without swapping (MemTotal and MemAvailable, in bytes).
+func (m *memReader) read() (total, avail int64, ok bool) {
+	if !m.opened {
+		fd, err := syscall.Open("/proc/meminfo", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return 0, 0, false
+		}
+		m.fd, m.opened = fd, true
+	}
+	n, err := syscall.Pread(m.fd, m.buf[:], 0)
+	if err != nil || n <= 0 {
 		return 0, 0, false
 	}
-	field := func(name string) (int64, bool) {
-		i := bytes.Index(b, []byte("\n"+name+":"))
-		if i < 0 && bytes.HasPrefix(b, []byte(name+":")) {
-			i = -1
-		} else if i < 0 {
-			return 0, false
+	return meminfo(m.buf[:n])
+}
+
+// memInfo is memReader.read for one call.
+func memInfo() (total, avail int64, ok bool) {
+	var m memReader
+	defer func() {
+		if m.opened {
+			syscall.Close(m.fd)
 		}
-		rest := b[i+1+len(name)+1:]
-		if e := bytes.IndexByte(rest, '\n'); e >= 0 {
-			rest = rest[:e]
-		}
-		f := bytes.Fields(rest) // "NNN kB"
-		if len(f) == 0 {
-			return 0, false
-		}
-		n, err := strconv.ParseInt(string(f[0]), 10, 64)
-		if err != nil || n < 0 || n > 1<<53 {
-			return 0, false
-		}
-		return n << 10, true
-	}
-	total, ok1 := field("MemTotal")
-	avail, ok2 := field("MemAvailable")
-	return total, avail, ok1 && ok2 && total > 0
+	}()
+	return m.read()
 }
