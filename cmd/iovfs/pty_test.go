@@ -179,15 +179,25 @@ func TestInteractivePty(t *testing.T) {
 	tm.expect("[1]+  Exit 3                  (exit 3)")
 	tm.expect("iovfs:/tmp# ")
 
-	// Ctrl-D leaves with the last status.
-	tm.send("\x04")
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("shell exit: %v", err)
+	// Ctrl-D leaves with the last status. A Ctrl-D typed while the
+	// prompt is drawn but before the line editor puts the terminal in raw
+	// mode can be taken by the terminal's line discipline as an end of
+	// file on an empty line and lost (seen once in 20 runs): it is sent
+	// again, up to three times, and the shell must end.
+	for try := 1; ; try++ {
+		tm.send("\x04")
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("shell exit: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			if try < 3 {
+				continue
+			}
+			t.Fatal("Ctrl-D did not end the shell")
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Ctrl-D did not end the shell")
+		break
 	}
 	hist, err := os.ReadFile(filepath.Join(home, ".iovfs_history"))
 	if err != nil {
