@@ -175,7 +175,9 @@ func (r *rawFS) Read(cancel <-chan struct{}, in *gofuse.ReadIn, buf []byte) (gof
 	if int(in.Size) < len(buf) {
 		buf = buf[:in.Size]
 	}
-	if rr, ok := r.readDirect(h, buf, int64(in.Offset)); ok {
+	rr := readResults.Get().(*readResult)
+	rr.s, rr.h = r.s, h
+	if r.readViews(rr, buf, int64(in.Offset)) {
 		return rr, gofuse.OK
 	}
 	p := r.s.base
@@ -184,35 +186,11 @@ func (r *rawFS) Read(cancel <-chan struct{}, in *gofuse.ReadIn, buf []byte) (gof
 		n, err = p.Read(h.fd, buf)
 	}
 	if err != nil {
-		r.s.putHandle(h)
+		rr.Done()
 		return nil, st(err)
 	}
-	rr := readResults.Get().(*readResult)
-	rr.b, rr.s, rr.h = buf[:n], r.s, h
+	rr.add(buf[:n])
 	return rr, gofuse.OK
-}
-
-// readResult is a READ reply, in go-fuse's buffer or the file's own
-// memory (readdirect.go). Results are pooled so that a READ allocates
-// nothing here: go-fuse calls Done once the reply is written, and Done
-// ends the request's use of its handle, so the file stays open until
-// then.
-type readResult struct {
-	b []byte
-	s *Server
-	h *handle
-}
-
-var readResults = sync.Pool{New: func() any { return new(readResult) }}
-
-func (r *readResult) Bytes([]byte) ([]byte, gofuse.Status) { return r.b, gofuse.OK }
-func (r *readResult) Size() int                            { return len(r.b) }
-func (r *readResult) Done() {
-	if r.h != nil {
-		r.s.putHandle(r.h)
-	}
-	r.b, r.s, r.h = nil, nil, nil
-	readResults.Put(r)
 }
 
 func (r *rawFS) Write(cancel <-chan struct{}, in *gofuse.WriteIn, data []byte) (uint32, gofuse.Status) {

@@ -11,16 +11,19 @@ import (
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/iovfs/iovfs/internal/testenv"
+	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 )
 
-// TestReadDirectReply serves READs of files on an ext4 image mounted with
-// and without dax and checks each reply's bytes against the host file,
-// and where they come from: on dax, a READ inside one extent is answered
-// with a view of the device memory (the reply does not lie in go-fuse's
-// buffer) and costs no allocation; a READ that crosses from data into a
-// hole or past the end of the file, one inside a hole, and every READ without dax are answered in
-// go-fuse's buffer; a READ past the end answers 0 bytes.
+// TestReadDirectReply serves READs of files on a tmpfs and on an ext4
+// image mounted with and without dax, and checks each reply's bytes
+// against the host file, and where they come from: on tmpfs every READ
+// is answered with views of the file's pages (a hole with the zero
+// page), on dax a READ of data is answered with views of the device
+// memory, and neither lies in go-fuse's buffer nor costs an allocation;
+// a READ that reaches a hole of an ext4 file, one inside a hole, and
+// every READ without dax are answered in go-fuse's buffer, at least in
+// part; a READ past the end answers 0 bytes.
 func TestReadDirectReply(t *testing.T) {
 	testenv.RequireTool(t, "mke2fs")
 	src := filepath.Join(t.TempDir(), "src")
@@ -56,9 +59,8 @@ func TestReadDirectReply(t *testing.T) {
 	reads := []read{
 		{"big", 0, 1 << 20, true},
 		{"big", 4096 + 3, 131072, true},
-		// The last 7 bytes: the view is shorter than the READ, which
-		// readDirect cannot tell from an extent's end, so it copies.
-		{"big", 3<<20 + 70, 4096, false},
+		// The last 7 bytes, then the end of the file.
+		{"big", 3<<20 + 70, 4096, true},
 		{"big", 3<<20 + 70, 7, true},
 		{"big", 3<<20 + 77, 4096, false}, // at the end
 		{"sparse", 4096, 8192, false},    // data, then the hole
@@ -67,10 +69,16 @@ func TestReadDirectReply(t *testing.T) {
 		{"sparse", 1 << 20, 4096, true},
 	}
 	content := map[string][]byte{"big": big, "sparse": sparse}
-	for _, data := range []string{"", "dax"} {
+	for _, data := range []string{"", "dax", "tmpfs"} {
 		t.Run("opts="+data, func(t *testing.T) {
-			p := ext4Proc(t, img, data)
+			var p *vfs.Proc
+			if data == "tmpfs" {
+				p = tmpfsProc(t, content)
+			} else {
+				p = ext4Proc(t, img, data)
+			}
 			t.Cleanup(func() { p.Unmount("/mnt", 0) })
+			views := data != "" // answered from the file's memory
 			s := &Server{base: p, handles: map[uint64]*handle{}}
 			rfs := &rawFS{s: s}
 			fhs := map[string]uint64{}
@@ -92,16 +100,23 @@ func TestReadDirectReply(t *testing.T) {
 				got, _ := rr.Bytes(nil)
 				c := content[rd.file]
 				want := c[min(rd.off, len(c)):min(rd.off+rd.size, len(c))]
-				if !bytes.Equal(got, want) {
-					t.Errorf("READ %+v: %d bytes that differ from the file's %d", rd, len(got), len(want))
+				if !bytes.Equal(got, want) || rr.Size() != len(want) {
+					t.Errorf("READ %+v: %d bytes (size %d) that differ from the file's %d", rd, len(got), rr.Size(), len(want))
 				}
-				inBuf := len(got) > 0 && inside(got, buf)
-				if wantView := rd.view && data == "dax"; len(got) > 0 && inBuf == wantView {
+				pieces, _ := rr.(interface {
+					Slices() ([][]byte, gofuse.Status)
+				}).Slices()
+				inBuf := false
+				for _, b := range pieces {
+					inBuf = inBuf || len(b) > 0 && inside(b, buf)
+				}
+				wantView := rd.view && views || data == "tmpfs"
+				if len(got) > 0 && inBuf == wantView {
 					t.Errorf("READ %+v: reply in go-fuse's buffer %v, want %v", rd, inBuf, !wantView)
 				}
 				rr.Done()
 			}
-			if data != "dax" || raceEnabled {
+			if data == "" || raceEnabled {
 				return
 			}
 			in := &gofuse.ReadIn{Fh: fhs["big"], Offset: 1 << 20, Size: 1 << 20}
@@ -112,10 +127,47 @@ func TestReadDirectReply(t *testing.T) {
 				}
 				rr.Done()
 			}); a != 0 {
-				t.Errorf("READ from device memory: %v allocations, want 0", a)
+				t.Errorf("READ from the file's memory: %v allocations, want 0", a)
 			}
 		})
 	}
+}
+
+// tmpfsProc returns a Proc with a tmpfs at /mnt holding the files of
+// content, each written in one piece but for its pages of zeros, which
+// stay holes.
+func tmpfsProc(t *testing.T, content map[string][]byte) *vfs.Proc {
+	t.Helper()
+	p := newProc(t)
+	if err := p.Mount("tmpfs", "/mnt", "tmpfs", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range content {
+		fd, err := p.Open("/mnt/"+name, unix.O_CREAT|unix.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for off := 0; off < len(c); {
+			end := off
+			for end < len(c) && !bytes.Equal(c[end:min(end+4096, len(c))], make([]byte, min(4096, len(c)-end))) {
+				end += 4096
+			}
+			end = min(end, len(c))
+			if end > off {
+				if _, err := p.Pwrite(fd, c[off:end], int64(off)); err != nil {
+					t.Fatal(err)
+				}
+				off = end
+			} else {
+				off += 4096
+			}
+		}
+		if err := p.Ftruncate(fd, int64(len(c))); err != nil {
+			t.Fatal(err)
+		}
+		p.Close(fd)
+	}
+	return p
 }
 
 // inside reports whether b lies in buf's memory.
