@@ -871,6 +871,7 @@ func credDifferential(t *testing.T, asRoot bool, checks int) {
 
 	root, err := iovfs.New()
 	must(t, err)
+	must(t, root.Namespace().SetLinkProtection(hostProtection(t)))
 	root.Umask(0o022)
 	user := vfs.NewProcCred(root.Namespace(), credUid, credGid, credGroups...)
 	if asRoot {

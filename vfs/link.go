@@ -15,11 +15,11 @@ func (p *Proc) Link(oldpath, newpath string) error {
 // olddirfd, which must have been opened with the caller's current
 // credentials (not changed since by a set*id call) or needs
 // CAP_DAC_READ_SEARCH: ENOENT otherwise, as Linux 6.10+;
-// other flags give EINVAL. As on this machine (fs.protected_hardlinks=1),
-// a caller that does not own the file may link it only if it is a regular
-// file without set-user-ID (or executable set-group-ID) bits that it may
-// read and write (EPERM otherwise); it also needs write and search
-// permission on the new parent (EACCES).
+// other flags give EINVAL. With the namespace's Hardlinks protection
+// (LinkProtection), a caller that does not own the file may link it only
+// if it is a regular file without set-user-ID (or executable set-group-ID)
+// bits that it may read and write (EPERM otherwise); it also needs write
+// and search permission on the new parent (EACCES).
 func (p *Proc) Linkat(olddirfd int, oldpath string, newdirfd int, newpath string, flags int) error {
 	return p.linkAt("linkat", olddirfd, oldpath, newdirfd, newpath, flags)
 }
@@ -74,7 +74,7 @@ func (p *Proc) linkIn(c *creds, old, dir location, name string, trailing bool) e
 	if old.mnt != dir.mnt {
 		return unix.EXDEV
 	}
-	if err := c.mayLinkat(old); err != nil {
+	if err := c.mayLinkat(p.ns, old); err != nil {
 		return err
 	}
 	if err := c.mayCreate(dir, dl); err != nil {
@@ -94,16 +94,16 @@ func (p *Proc) linkIn(c *creds, old, dir location, name string, trailing bool) e
 	return l.Link(name, old.node, c.fsCred())
 }
 
-// mayLinkat is may_linkat with fs.protected_hardlinks=1, this machine's
-// setting: the owner (or CAP_FOWNER) links anything; anyone else only a
-// safe source, a regular file that is not set-user-ID, not executable
-// set-group-ID, and that the caller may read and write.
-func (c *creds) mayLinkat(old location) error {
+// mayLinkat is may_linkat: with the Hardlinks protection, the owner (or
+// CAP_FOWNER) links anything; anyone else only a safe source, a regular
+// file that is not set-user-ID, not executable set-group-ID, and that the
+// caller may read and write.
+func (c *creds) mayLinkat(ns *Namespace, old location) error {
 	mode, uid, gid, err := nodeAttrs(old.node)
 	if err != nil {
 		return err
 	}
-	if c.ownerOrCapable(uid) {
+	if c.ownerOrCapable(uid) || ns.prot().load().Hardlinks == 0 {
 		return nil
 	}
 	safe := mode&unix.S_IFMT == unix.S_IFREG && mode&unix.S_ISUID == 0 &&

@@ -302,7 +302,10 @@ func TestReopenCredentials(t *testing.T) {
 	if err := th.TruncateFd(pf, 0); !errors.Is(err, syscall.EACCES) {
 		t.Errorf("TruncateFd as uid 1000: %v, want EACCES", err)
 	}
-	// /tmp is 1777: the link is refused by protected_hardlinks (EPERM).
+	// The link is refused by protected_hardlinks (EPERM).
+	if err := p.Namespace().SetLinkProtection(vfs.LinkProtection{Hardlinks: 1}); err != nil {
+		t.Fatal(err)
+	}
 	if err := th.LinkFd(pf, dir, "mine"); !errors.Is(err, syscall.EPERM) {
 		t.Errorf("LinkFd as uid 1000: %v, want EPERM", err)
 	}

@@ -112,6 +112,8 @@ type Namespace struct {
 	// share one, as Linux's dcache belongs to the superblock: a private
 	// mount's namespace shares its origin's (privatemount.go).
 	dcache *dcache
+	// protect holds the fs.protected_* settings (protect.go).
+	protect *protection
 }
 
 type mountKey struct {
@@ -162,7 +164,7 @@ func (m *mount) maybeShutdown() {
 
 // NewNamespace returns a namespace whose root is fs.
 func NewNamespace(root FileSystem) *Namespace {
-	ns := &Namespace{dcache: new(dcache)}
+	ns := &Namespace{dcache: new(dcache), protect: new(protection)}
 	ns.dcache.init(DefaultDentryCacheSize)
 	ns.root = &mount{fs: root, root: root.Root(), dev: ns.newDev(), id: mountIDs.Add(1)}
 	m := map[mountKey]*mount{}

@@ -172,6 +172,11 @@ func (p *Proc) openCreate(w *walker, dir location, name string, flags int, perm 
 			if isDir(existing.node) {
 				return location{}, false, nil, "", errEISDIR // do_open: O_CREAT on a directory
 			}
+			if w.cred != nil {
+				if err := w.cred.mayCreateInSticky(p.ns, dir, existing.node); err != nil {
+					return location{}, false, nil, "", err
+				}
+			}
 			if po, ok := existing.node.(PathOpener); ok {
 				if pin, err = po.OpenPath(); err != nil {
 					return location{}, false, nil, "", err
@@ -185,6 +190,11 @@ func (p *Proc) openCreate(w *walker, dir location, name string, flags int, perm 
 		w.links++
 		if w.links > maxSymlinks {
 			return location{}, false, nil, "", unix.ELOOP
+		}
+		if w.cred != nil {
+			if err := w.cred.mayFollowLink(p.ns, dir, existing); err != nil {
+				return location{}, false, nil, "", err
+			}
 		}
 		target, err := rl.Readlink()
 		if err == nil {

@@ -47,7 +47,7 @@ func (p *Proc) PrivateMount(fds ...int) (*Proc, error) {
 	// The dentry cache is p's namespace's: a change through either
 	// namespace invalidates what both cached, as Linux's dcache belongs to
 	// the superblock, not the mount.
-	ns := &Namespace{dcache: p.ns.dcache}
+	ns := &Namespace{dcache: p.ns.dcache, protect: p.ns.protect}
 	m := &mount{fs: orig.fs, root: orig.root, dev: orig.dev, id: mountIDs.Add(1),
 		readonly: orig.readonly, sbReadonly: orig.sbReadonly}
 	m.stFlags.Store(orig.stFlags.Load())

@@ -119,7 +119,7 @@ func (w *walker) resolve(cur location, path string, follow bool) (location, erro
 	if err != nil || name == cachedAll {
 		return dir, err
 	}
-	loc, err := w.step(dir, name, follow || trailing)
+	loc, _, err := w.stepKind(dir, name, follow || trailing, true)
 	if err != nil {
 		return location{}, err
 	}
@@ -213,7 +213,7 @@ func (w *walker) walkParent(cur location, path string, last uint8) (location, st
 			}
 			return cur, rest, trailing, nil
 		}
-		next, e, err := w.stepKind(cur, rest[:i], true)
+		next, e, err := w.stepKind(cur, rest[:i], true, false)
 		if err != nil {
 			return location{}, "", false, err
 		}
@@ -267,16 +267,17 @@ func indexSlash(s string) int {
 	return -1
 }
 
-// step resolves one component name in directory cur, following a symlink
-// there if follow is set.
+// step resolves the last component name of a path in directory cur,
+// following a symlink there if follow is set.
 func (w *walker) step(cur location, name string, follow bool) (location, error) {
-	loc, _, err := w.stepKind(cur, name, follow)
+	loc, _, err := w.stepKind(cur, name, follow, true)
 	return loc, err
 }
 
-// stepKind is step, and also returns the dentry that describes the
-// result (its kind and perm), or nil.
-func (w *walker) stepKind(cur location, name string, follow bool) (location, *dentry, error) {
+// stepKind is step for any component (last says it is a path's last),
+// and also returns the dentry that describes the result (its kind and
+// perm), or nil.
+func (w *walker) stepKind(cur location, name string, follow, last bool) (location, *dentry, error) {
 	if c := w.ns.dcache; !c.off {
 		if e := c.hit(cur.node, name); e != nil {
 			// The cached step, RCU-walk's: no name checks (no dentry
@@ -287,7 +288,7 @@ func (w *walker) stepKind(cur location, name string, follow bool) (location, *de
 			if w.ns.mountBits[e.cfw%filterWords].Load()&e.cfb == 0 && (!follow || e.kind&kindLink == 0) {
 				return location{cur.mnt, e.child}, e, nil // no mount on it, no link to follow
 			}
-			return w.mounted(cur, e.child, e, follow)
+			return w.mounted(cur, e.child, e, follow, last)
 		}
 	}
 	switch name {
@@ -318,13 +319,14 @@ func (w *walker) stepKind(cur location, name string, follow bool) (location, *de
 	if err != nil {
 		return location{}, nil, err
 	}
-	return w.mounted(cur, child, e, follow)
+	return w.mounted(cur, child, e, follow, last)
 }
 
 // mounted finishes a step from cur to child, which e describes (or nil):
 // it crosses the mounts on child and follows it if it is a symlink and
-// follow is set. The dentry returned describes the result, or is nil.
-func (w *walker) mounted(cur location, child Node, e *dentry, follow bool) (location, *dentry, error) {
+// follow is set (a trailing symlink if last is). The dentry returned
+// describes the result, or is nil.
+func (w *walker) mounted(cur location, child Node, e *dentry, follow, last bool) (location, *dentry, error) {
 	next := location{cur.mnt, child}
 	if w.ns.mountBits.mayCover(child) {
 		next = w.ns.crossMounts(next)
@@ -338,13 +340,14 @@ func (w *walker) mounted(cur location, child Node, e *dentry, follow bool) (loca
 	if !follow || e != nil && e.kind&kindLink == 0 {
 		return next, e, nil
 	}
-	loc, err := w.follow(cur, next)
+	loc, err := w.follow(cur, next, last)
 	return loc, nil, err // a symlink's target, or a node not described
 }
 
 // follow resolves next if it is a symlink, relative to dir, the directory
-// that holds it.
-func (w *walker) follow(dir, next location) (location, error) {
+// that holds it. A trailing symlink (the last component of a path, or of
+// a trailing symlink's target) is subject to the Symlinks protection.
+func (w *walker) follow(dir, next location, trailing bool) (location, error) {
 	rl, ok := next.node.(Readlinker)
 	if !ok {
 		return next, nil
@@ -355,6 +358,11 @@ func (w *walker) follow(dir, next location) (location, error) {
 	w.links++
 	if w.links > maxSymlinks {
 		return location{}, syscall.ELOOP
+	}
+	if trailing && w.cred != nil {
+		if err := w.cred.mayFollowLink(w.ns, dir, next); err != nil {
+			return location{}, err
+		}
 	}
 	target, err := rl.Readlink()
 	if err != nil {

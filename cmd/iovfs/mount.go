@@ -121,6 +121,13 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	// The host kernel applies its fs.protected_* rules before a request
+	// reaches the export: the export decides by the same settings, read
+	// when a rule needs them (a sysctl write takes effect at once).
+	if hp, err := vfs.OpenHostLinkProtection(); err == nil {
+		defer hp.Close()
+		p.Namespace().SetLinkProtectionFunc(hp.Read)
+	}
 	srv, err := fuse.Mount(p, root, abs, fuse.Options{
 		AllowOther:     *allowOther,
 		ReadOnly:       flags&unix.MS_RDONLY != 0,
