@@ -326,11 +326,12 @@ func (it *Iter) CopyIn(dst []byte) int {
 		it.consumeBuf(n)
 		return n
 	}
-	op := walkCopyIn
 	if it.Kind() == KindStream {
-		op = walkCopyInStream
+		n := it.walk(walkCopyInStream, dst, min(len(dst), it.Len()))
+		streamFence()
+		return n
 	}
-	return it.walk(op, dst, min(len(dst), it.Len()))
+	return it.walk(walkCopyIn, dst, min(len(dst), it.Len()))
 }
 
 // Zero writes up to n zero bytes into the iterator and consumes them. It

@@ -20,7 +20,8 @@ func Stream(segs [][]byte) Iter {
 const streamMin = 4096
 
 // copyStream copies min(len(dst), len(src)) bytes of src into dst, the
-// aligned middle of a large piece with copyNT.
+// aligned middle of a large piece with non-temporal stores, which the
+// caller fences (streamFence) once it has copied all its pieces.
 func copyStream(dst, src []byte) int {
 	n := min(len(dst), len(src))
 	if n < streamMin || !haveCopyNT {
@@ -29,7 +30,7 @@ func copyStream(dst, src []byte) int {
 	head := int(-uintptr(unsafe.Pointer(unsafe.SliceData(dst))) & 63)
 	copy(dst[:head], src[:head])
 	body := (n - head) &^ 63
-	copyNT(unsafe.Pointer(&dst[head]), unsafe.Pointer(&src[head]), body)
+	ntCopy(unsafe.Pointer(&dst[head]), unsafe.Pointer(&src[head]), body)
 	copy(dst[head+body:n], src[head+body:n])
 	return n
 }

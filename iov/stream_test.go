@@ -7,8 +7,18 @@ import (
 
 // TestStreamCopyIn: a Stream iterator copies in the bytes a Vec would,
 // whatever the alignment of the pieces and however the driver cuts its
-// copies, and leaves what it did not copy for the next call.
+// copies, and leaves what it did not copy for the next call; with the
+// AVX stores and with the SSE2 ones.
 func TestStreamCopyIn(t *testing.T) {
+	avx := haveAVX
+	defer func() { haveAVX = avx }()
+	for _, use := range []bool{false, avx} {
+		haveAVX = use
+		testStreamCopyIn(t)
+	}
+}
+
+func testStreamCopyIn(t *testing.T) {
 	src := make([]byte, 300000)
 	for i := range src {
 		src[i] = byte(i*7 + i>>9)
