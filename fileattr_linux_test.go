@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/iovfs/iovfs"
+	"github.com/iovfs/iovfs/internal/acldiff"
 	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
@@ -134,9 +135,9 @@ func TestFileAttrKernel(t *testing.T) {
 	}
 	host := hostTmpfs(t)
 	must(t, os.Chmod(filepath.Dir(host), 0o755))
-	exe := helperCopy(t)
-	user := aclIdentity{1000, 1000, []int{1001, 1002}}
-	child := startACLChild(t, exe, user)
+	exe := acldiff.HelperCopy(t)
+	user := acldiff.Identity{Uid: 1000, Gid: 1000, Groups: []int{1001, 1002}}
+	child := acldiff.StartChild(t, exe, "TestACLHelper", user)
 	root, err := iovfs.New()
 	must(t, err)
 	must(t, root.Mkdir("/tmp/fa", 0o755))
@@ -205,7 +206,7 @@ func TestFileAttrKernel(t *testing.T) {
 		var herr, oerr error
 		switch {
 		case asUser:
-			r := child.run(t, aclReq{Op: "setflags", Path: hp, Mode: fl})
+			r := child.Run(t, acldiff.Req{Op: "setflags", Path: hp, Mode: fl})
 			herr = errnoErrOf(r.Errno)
 			if fd, err := ouser.Open(op, unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
 				oerr = ourFlags{ouser}.setflags(fd, fl)

@@ -15,6 +15,7 @@ var (
 	_ vfs.Creator     = (*dirNode)(nil)
 	_ vfs.DirLocker   = (*dirNode)(nil)
 	_ vfs.DirReader   = (*dirNode)(nil)
+	_ vfs.ACLer       = (*dirNode)(nil)
 	_ vfs.FileTyper   = (*dirNode)(nil)
 	_ vfs.Linker      = (*dirNode)(nil)
 	_ vfs.Lookuper    = (*dirNode)(nil)
@@ -32,6 +33,7 @@ var (
 	_ vfs.XattrSetter = (*dirNode)(nil)
 	_ vfs.Xattrer     = (*dirNode)(nil)
 
+	_ vfs.ACLer       = (*fileNode)(nil)
 	_ vfs.FileTyper   = (*fileNode)(nil)
 	_ vfs.Node        = (*fileNode)(nil)
 	_ vfs.Opener      = (*fileNode)(nil)
@@ -62,6 +64,7 @@ var (
 
 	_ vfs.IterReader = (*iterWrapHandle)(nil)
 
+	_ vfs.ACLer       = (*linkNode)(nil)
 	_ vfs.FileTyper   = (*linkNode)(nil)
 	_ vfs.Node        = (*linkNode)(nil)
 	_ vfs.PathOpener  = (*linkNode)(nil)
@@ -70,6 +73,7 @@ var (
 	_ vfs.XattrSetter = (*linkNode)(nil)
 	_ vfs.Xattrer     = (*linkNode)(nil)
 
+	_ vfs.ACLer       = (*node)(nil)
 	_ vfs.FileTyper   = (*node)(nil)
 	_ vfs.Node        = (*node)(nil)
 	_ vfs.PathOpener  = (*node)(nil)
@@ -77,6 +81,7 @@ var (
 	_ vfs.XattrSetter = (*node)(nil)
 	_ vfs.Xattrer     = (*node)(nil)
 
+	_ vfs.ACLer       = (*specialNode)(nil)
 	_ vfs.FileTyper   = (*specialNode)(nil)
 	_ vfs.Node        = (*specialNode)(nil)
 	_ vfs.PathOpener  = (*specialNode)(nil)

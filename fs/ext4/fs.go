@@ -149,18 +149,22 @@ func (fs *FS) nodeRef(r *disk.Ref) (vfs.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := node{fs: fs, ref: r, typ: in.Mode & disk.S_IFMT}
+	var b *node
 	switch in.Mode & disk.S_IFMT {
 	case disk.S_IFDIR:
-		d := &dirNode{node: b}
-		n = d
+		d := &dirNode{}
+		n, b = d, &d.node
 	case disk.S_IFREG:
-		n = &fileNode{b}
+		f := &fileNode{}
+		n, b = f, &f.node
 	case disk.S_IFLNK:
-		n = &linkNode{b}
+		l := &linkNode{}
+		n, b = l, &l.node
 	default:
-		n = &specialNode{b}
+		s := &specialNode{}
+		n, b = s, &s.node
 	}
+	b.fs, b.ref, b.typ = fs, r, in.Mode&disk.S_IFMT
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if old := fs.nodes[r.Ino()]; old != nil && baseOf(old).ref == r {

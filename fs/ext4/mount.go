@@ -76,9 +76,13 @@ var Types = []string{"ext4", "ext3", "ext2"}
 //	noload, norecovery
 //	                  do not replay the journal; read-write: do not use it
 //	                  either (a volume that needs recovery is refused)
+//	acl, user_xattr   accepted: POSIX ACLs and user xattrs are always on,
+//	                  as on Linux's ext4 since 3.5 (whatever the
+//	                  superblock's default mount options say); noacl
+//	                  and nouser_xattr are unknown options, as since 6.0
 //	journal_checksum, nojournal_checksum, barrier, barrier=N, nobarrier,
-//	delalloc, nodelalloc, ro, rw, user_xattr, acl, noatime, relatime,
-//	strictatime, nodiratime
+//	delalloc, nodelalloc, ro, rw, noatime, relatime, strictatime,
+//	nodiratime
 //	                  accepted and ignored (the journal keeps the
 //	                  checksum kind mke2fs gave it; the atime words are
 //	                  mount(8) flags Linux refuses here, accepted because

@@ -27,6 +27,9 @@ type node struct {
 	fs  *FS
 	ref *disk.Ref
 	typ uint32
+
+	// acls caches the access and default ACLs (acl.go).
+	acls aclCache
 }
 
 // ino is the node's inode number.
@@ -215,8 +218,18 @@ func (n *node) Removexattr(name string, c vfs.Cred) error {
 }
 
 // callerOf is the Caller of an operation run for c.
+// A create's inherited ACLs go with it (ext4_init_acl).
 func callerOf(c vfs.Cred) disk.Caller {
-	return disk.Caller{Uid: c.Uid, Gid: c.Gid, Groups: c.Groups, NoSysResource: !c.Capable, SysResource: c.Capable}
+	cl := disk.Caller{Uid: c.Uid, Gid: c.Gid, Groups: c.Groups, NoSysResource: !c.Capable, SysResource: c.Capable}
+	if c.ACL != nil {
+		if c.ACL.Access != nil {
+			cl.ACLAccess = c.ACL.Access.Xattr()
+		}
+		if c.ACL.Default != nil {
+			cl.ACLDefault = c.ACL.Default.Xattr()
+		}
+	}
+	return cl
 }
 
 // linkNode is a symbolic link.

@@ -539,6 +539,9 @@ func (w *Writer) make(c *Caller, dir uint32, name string, mode, uid, gid uint32,
 		w.releaseInode(ino, raw, isDir)
 		return 0, err
 	}
+	if err := w.initACL(ino, raw); err != nil { // rwacl.go
+		return fail(err)
+	}
 	switch {
 	case isDir && w.newInlineDir(ino, raw, dir): // ext4_try_create_inline_dir (rwinline.go)
 		setILinks(raw, 2)

@@ -76,6 +76,10 @@ func (w *Writer) newSpecial(dir uint32, mode uint32, rdev uint64, uid, gid uint3
 	if mode&S_IFMT == S_IFCHR || mode&S_IFMT == S_IFBLK {
 		putDev(raw, rdev)
 	}
+	if err := w.initACL(ino, raw); err != nil { // rwacl.go
+		w.releaseInode(ino, raw, false)
+		return 0, err
+	}
 	if err := w.putInode(ino, raw); err != nil {
 		return 0, err
 	}

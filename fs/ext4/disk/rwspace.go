@@ -59,6 +59,11 @@ type Caller struct {
 	// SysResource: a caller with another uid than 0 that has
 	// CAP_SYS_RESOURCE.
 	SysResource bool
+	// ACLAccess and ACLDefault, in the kernel's xattr format, are the
+	// ACLs a node made for the caller gets (what posix_acl_create
+	// computed from its directory's default ACL): the access ACL, and a
+	// directory's default ACL. nil for none.
+	ACLAccess, ACLDefault []byte
 }
 
 // allocClass is what an allocation may take (ext4_mb_new_blocks' flags).

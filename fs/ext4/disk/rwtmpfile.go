@@ -28,6 +28,10 @@ func (w *Writer) TmpfileAs(c *Caller, dir uint32, mode, uid, gid uint32, linkabl
 	w.markNewInline(ino, mode) // rwinline.go
 	w.initMap(raw)
 	setILinks(raw, 0)
+	if err := w.initACL(ino, raw); err != nil { // rwacl.go
+		w.releaseInode(ino, raw, false)
+		return 0, err
+	}
 	if err := w.orphanAdd(ino, raw); err != nil {
 		w.releaseInode(ino, raw, false)
 		return 0, err

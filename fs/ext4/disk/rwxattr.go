@@ -20,9 +20,9 @@ package disk
 //     with fewer than xattrRefMax references is shared instead;
 //   - i_blocks counts the block in every inode that refers to it.
 //
-// Not done: system.posix_acl_* (EOPNOTSUPP to set; ext4_set_acl's mode
-// update is not implemented) and values in EA inodes (ea_inode volumes
-// are refused read-write).
+// system.posix_acl_* are not names Setxattr takes (EOPNOTSUPP): POSIX
+// ACLs are set with SetACLAs (rwacl.go), which changes the mode with them.
+// Not done: values in EA inodes (ea_inode volumes are refused read-write).
 //
 // Locking: everything here runs under the Writer's mu; xcache is
 // protected by it.
@@ -421,14 +421,29 @@ func (w *Writer) SetxattrAs(c *Caller, ino uint32, name string, value []byte, fl
 	if err != nil {
 		return err
 	}
+	changed, err := w.setXattrRaw(ino, raw, index, suffix, value, flags)
+	if err != nil || !changed {
+		return err
+	}
+	touch(raw, w.Now(), tCtime)
+	return w.putInode(ino, raw)
+}
+
+// setXattrRaw is the body of ext4_xattr_set_handle on raw, inode ino's
+// bytes (not yet written back): it sets (value nil: removes) the
+// attribute index/name with flags XATTR_CREATE and XATTR_REPLACE, and
+// reports whether anything changed (a removal of a missing attribute and
+// a set to the value it has change nothing). Called with mu held.
+func (w *Writer) setXattrRaw(ino uint32, raw []byte, index uint8, suffix string, value []byte, flags int) (bool, error) {
+	var err error
 	is, hasBody := w.body(raw)
 	ihere, ifound := 0, false
 	if hasBody {
 		if !is.check() {
-			return corrupt(ino, "in-inode xattrs")
+			return false, corrupt(ino, "in-inode xattrs")
 		}
 		if ihere, ifound, err = is.find(index, suffix); err != nil {
-			return corrupt(ino, "in-inode xattrs")
+			return false, corrupt(ino, "in-inode xattrs")
 		}
 	}
 	// The block, read when the name is not in the body.
@@ -454,24 +469,24 @@ func (w *Writer) SetxattrAs(c *Caller, ino uint32, name string, value []byte, fl
 	}
 	if !ifound {
 		if err := loadBlock(); err != nil {
-			return err
+			return false, err
 		}
 	}
 	const create, replace = 1, 2
 	if !ifound && !bfound {
 		if flags&replace != 0 {
-			return syscall.ENODATA
+			return false, syscall.ENODATA
 		}
 		if value == nil {
-			return nil
+			return false, nil
 		}
 	} else if flags&create != 0 {
-		return syscall.EEXIST
+		return false, syscall.EEXIST
 	}
 	if value != nil {
 		if ifound && le32(is.buf, ihere+4) == 0 && bytes.Equal(is.value(ihere), value) ||
 			bfound && le32(bs.buf, bhere+4) == 0 && bytes.Equal(bs.value(bhere), value) {
-			return nil
+			return false, nil
 		}
 	}
 	// ext4_xattr_set_handle: the body first; on ENOSPC the block, then
@@ -494,7 +509,7 @@ func (w *Writer) SetxattrAs(c *Caller, ino uint32, name string, value []byte, fl
 			}
 		} else if err == syscall.ENOSPC {
 			if err = loadBlock(); err != nil {
-				return err
+				return false, err
 			}
 			err = w.blockSet(ino, raw, &bs, blk, index, suffix, value, bhere, bfound)
 			if err == nil && ifound {
@@ -504,13 +519,12 @@ func (w *Writer) SetxattrAs(c *Caller, ino uint32, name string, value []byte, fl
 		}
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if le32(w.sb, 0x5C)&compatExtAttr == 0 {
 		binary.LittleEndian.PutUint32(w.sb[0x5C:], le32(w.sb, 0x5C)|compatExtAttr)
 	}
-	touch(raw, w.Now(), tCtime)
-	return w.putInode(ino, raw)
+	return true, nil
 }
 
 // blockSet is ext4_xattr_block_set: it changes the entry in the block
