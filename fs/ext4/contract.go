@@ -16,6 +16,7 @@ var (
 	_ vfs.DirLocker   = (*dirNode)(nil)
 	_ vfs.DirReader   = (*dirNode)(nil)
 	_ vfs.ACLer       = (*dirNode)(nil)
+	_ vfs.FileAttrer  = (*dirNode)(nil)
 	_ vfs.FileTyper   = (*dirNode)(nil)
 	_ vfs.Linker      = (*dirNode)(nil)
 	_ vfs.Lookuper    = (*dirNode)(nil)
@@ -34,6 +35,7 @@ var (
 	_ vfs.Xattrer     = (*dirNode)(nil)
 
 	_ vfs.ACLer       = (*fileNode)(nil)
+	_ vfs.FileAttrer  = (*fileNode)(nil)
 	_ vfs.FileTyper   = (*fileNode)(nil)
 	_ vfs.Node        = (*fileNode)(nil)
 	_ vfs.Opener      = (*fileNode)(nil)
@@ -65,6 +67,7 @@ var (
 	_ vfs.IterReader = (*iterWrapHandle)(nil)
 
 	_ vfs.ACLer       = (*linkNode)(nil)
+	_ vfs.FileAttrer  = (*linkNode)(nil)
 	_ vfs.FileTyper   = (*linkNode)(nil)
 	_ vfs.Node        = (*linkNode)(nil)
 	_ vfs.PathOpener  = (*linkNode)(nil)
@@ -74,6 +77,7 @@ var (
 	_ vfs.Xattrer     = (*linkNode)(nil)
 
 	_ vfs.ACLer       = (*node)(nil)
+	_ vfs.FileAttrer  = (*node)(nil)
 	_ vfs.FileTyper   = (*node)(nil)
 	_ vfs.Node        = (*node)(nil)
 	_ vfs.PathOpener  = (*node)(nil)
@@ -82,6 +86,7 @@ var (
 	_ vfs.Xattrer     = (*node)(nil)
 
 	_ vfs.ACLer       = (*specialNode)(nil)
+	_ vfs.FileAttrer  = (*specialNode)(nil)
 	_ vfs.FileTyper   = (*specialNode)(nil)
 	_ vfs.Node        = (*specialNode)(nil)
 	_ vfs.PathOpener  = (*specialNode)(nil)

@@ -71,6 +71,8 @@ func (n *node) Stat() (st vfs.Stat, err error) {
 		if in.HasCrtime {
 			st.Btime = ts(in.Crtime)
 		}
+		st.Attributes = vfs.StatxAttrs(in.Flags&disk.FlagsUserVisible) & statxMask
+		st.AttributesMask = statxMask
 		return nil
 	})
 	return st, err

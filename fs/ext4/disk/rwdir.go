@@ -533,7 +533,8 @@ func (w *Writer) make(c *Caller, dir uint32, name string, mode, uid, gid uint32,
 		return 0, err
 	}
 	raw := w.newInode(ino, mode, uid, gid, now)
-	w.markNewInline(ino, mode) // rwinline.go
+	inheritFlags(raw, draw, mode) // rwflags.go
+	w.markNewInline(ino, mode)    // rwinline.go
 	setILinks(raw, 1)
 	fail := func(err error) (uint32, error) {
 		w.releaseInode(ino, raw, isDir)

@@ -211,6 +211,9 @@ func (w *Writer) WriteAtAs(c *Caller, ino uint32, p []byte, off int64) (int, err
 	if err := regular(raw, syscall.EINVAL); err != nil {
 		return 0, err
 	}
+	if iFlags(raw)&flImmutable != 0 {
+		return 0, syscall.EPERM // ext4_generic_write_checks, for a file opened before chattr +i
+	}
 	if off < 0 {
 		return 0, syscall.EINVAL
 	}
@@ -390,6 +393,9 @@ func (w *Writer) TruncateAs(c *Caller, ino uint32, size int64) error {
 	}
 	if err := regular(raw, syscall.EINVAL); err != nil {
 		return err
+	}
+	if iFlags(raw)&flImmutable != 0 {
+		return syscall.EPERM // ext4_setattr
 	}
 	if size < 0 {
 		return syscall.EINVAL

@@ -72,6 +72,9 @@ func (w *Writer) newSpecial(dir uint32, mode uint32, rdev uint64, uid, gid uint3
 		return 0, err
 	}
 	raw := w.newInode(ino, mode, uid, gid, w.Now())
+	if draw, err := w.getInode(dir); err == nil {
+		inheritFlags(raw, draw, mode) // rwflags.go
+	}
 	setILinks(raw, 1)
 	if mode&S_IFMT == S_IFCHR || mode&S_IFMT == S_IFBLK {
 		putDev(raw, rdev)

@@ -186,7 +186,8 @@ const (
 )
 
 // Setattr changes ino's attributes and sets its ctime, as chmod, chown
-// and utimensat; a size change is Truncate's.
+// and utimensat; a size change is Truncate's. EPERM for an immutable
+// inode, and for a mode or owner change of an append-only one.
 func (w *Writer) Setattr(ino uint32, a Attr) error {
 	if err := w.lock(); err != nil {
 		return err
@@ -195,6 +196,11 @@ func (w *Writer) Setattr(ino uint32, a Attr) error {
 	raw, err := w.getInode(ino)
 	if err != nil {
 		return err
+	}
+	// ext4_setattr: nothing changes on an immutable inode, nor the mode
+	// or owner on an append-only one.
+	if fl := iFlags(raw); fl&flImmutable != 0 || fl&flAppend != 0 && a.Valid&(AttrMode|AttrUid|AttrGid) != 0 {
+		return syscall.EPERM
 	}
 	if a.Valid&AttrMode != 0 {
 		m := iMode(raw)&S_IFMT | a.Mode&07777

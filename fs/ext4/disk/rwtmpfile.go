@@ -25,7 +25,8 @@ func (w *Writer) TmpfileAs(c *Caller, dir uint32, mode, uid, gid uint32, linkabl
 		return 0, err
 	}
 	raw := w.newInode(ino, mode, uid, gid, w.Now())
-	w.markNewInline(ino, mode) // rwinline.go
+	inheritFlags(raw, draw, mode) // rwflags.go
+	w.markNewInline(ino, mode)    // rwinline.go
 	w.initMap(raw)
 	setILinks(raw, 0)
 	if err := w.initACL(ino, raw); err != nil { // rwacl.go
