@@ -89,13 +89,86 @@ func (v *Volume) devOff(n *Node, off int) int64 {
 	return v.g.clusterOff(n.chain[off/cl]) + int64(off%cl)
 }
 
-// writeDir writes bytes [lo, hi) of directory n's cache to the device.
+// writeDir records that bytes [lo, hi) of directory n's cache changed.
+// They reach the device whole sectors at a time at the next sync
+// (flushDirs), as Linux's vfat leaves a directory's buffers dirty for
+// writeback: a change of an entry costs no I/O, and entries changed
+// together are written once. The volume's mutex is held.
 func (v *Volume) writeDir(n *Node, lo, hi int) error {
+	if hi <= lo {
+		return nil
+	}
+	bps := v.g.bps
+	last := (hi - 1) / bps
+	for len(n.dirty)*64 <= last {
+		n.dirty = append(n.dirty, 0)
+	}
+	for s := lo / bps; s <= last; s++ {
+		n.dirty[s/64] |= 1 << (s % 64)
+	}
+	if v.dirtyDirs == nil {
+		v.dirtyDirs = map[*Node]struct{}{}
+	}
+	v.dirtyDirs[n] = struct{}{}
+	return nil
+}
+
+// flushDirs writes the changed sectors of every directory to the device,
+// runs of adjacent sectors in one write as far as the directory's
+// clusters are contiguous.
+func (v *Volume) flushDirs() error {
+	for n := range v.dirtyDirs {
+		if err := v.flushDir(n); err != nil {
+			return err
+		}
+		delete(v.dirtyDirs, n)
+	}
+	return nil
+}
+
+func (v *Volume) flushDir(n *Node) error {
+	bps := v.g.bps
+	sectors := len(n.dirty) * 64
+	for s := 0; s < sectors; {
+		if n.dirty[s/64] == 0 {
+			s = (s/64 + 1) * 64
+			continue
+		}
+		if n.dirty[s/64]&(1<<(s%64)) == 0 {
+			s++
+			continue
+		}
+		e := s + 1
+		for e < sectors && n.dirty[e/64]&(1<<(e%64)) != 0 {
+			e++
+		}
+		if err := v.writeDirNow(n, s*bps, min(e*bps, len(n.data))); err != nil {
+			return err
+		}
+		s = e
+	}
+	clear(n.dirty)
+	return nil
+}
+
+// forgetDir drops the changes of a directory whose clusters are freed:
+// written later, they would land in another file's clusters.
+func (v *Volume) forgetDir(n *Node) {
+	delete(v.dirtyDirs, n)
+	n.dirty = nil
+}
+
+// writeDirNow writes bytes [lo, hi) of directory n's cache to the device.
+func (v *Volume) writeDirNow(n *Node, lo, hi int) error {
 	for lo < hi {
 		end := hi
 		if !n.fixedRoot() {
 			cl := v.g.clusterSize
+			// As far as the clusters are contiguous.
 			end = min(hi, (lo/cl+1)*cl)
+			for end < hi && n.chain[end/cl] == n.chain[end/cl-1]+1 {
+				end = min(hi, end+cl)
+			}
 		}
 		if _, err := v.dev.WriteAt(n.data[lo:end], v.devOff(n, lo)); err != nil {
 			return syscall.EIO
@@ -337,14 +410,11 @@ func (v *Volume) addSlots(n *Node, slots []byte) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		zero := make([]byte, grow*cl)
-		for _, c := range cs {
-			if _, err := v.dev.WriteAt(zero[:cl], v.g.clusterOff(c)); err != nil {
-				return 0, syscall.EIO
-			}
-		}
+		// The new clusters are zeros, written with the rest.
+		from := len(n.data)
 		n.chain = append(n.chain, cs...)
-		n.data = append(n.data, zero...)
+		n.data = append(n.data, make([]byte, grow*cl)...)
+		v.writeDir(n, from, len(n.data))
 	}
 	copy(n.data[at:], slots)
 	v.indexAdd(n, at, at+len(slots)-entrySize)

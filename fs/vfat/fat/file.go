@@ -198,6 +198,38 @@ func (v *Volume) grow(n *Node, size, zeroTo int64) error {
 
 var zeros = make([]byte, 64<<10)
 
+// writeData writes p, file data within one run of contiguous clusters,
+// at dev. When p ends inside a sector and nothing of the file follows it
+// there (past is set: p reaches the end of the file), the sector's rest
+// is written as zeros, as Linux writes a page of the page cache whole,
+// so the device writes whole sectors and needs no read of the sector
+// first.
+func (v *Volume) writeData(p []byte, dev int64, past bool) error {
+	bps := int64(v.g.bps)
+	end := dev + int64(len(p))
+	if part := end % bps; past && part != 0 && int64(len(p)) >= part {
+		body := len(p) - int(part)
+		if body > 0 {
+			if _, err := v.dev.WriteAt(p[:body], dev); err != nil {
+				return syscall.EIO
+			}
+		}
+		if v.sector == nil {
+			v.sector = make([]byte, bps)
+		}
+		n := copy(v.sector, p[body:])
+		clear(v.sector[n:])
+		if _, err := v.dev.WriteAt(v.sector, end-part); err != nil {
+			return syscall.EIO
+		}
+		return nil
+	}
+	if _, err := v.dev.WriteAt(p, dev); err != nil {
+		return syscall.EIO
+	}
+	return nil
+}
+
 func (v *Volume) zero(n *Node, from, to int64) error {
 	cl := int64(v.g.clusterSize)
 	for from < to {
@@ -269,6 +301,7 @@ func (v *Volume) writeAt(n *Node, p []byte, off int64, now time.Time) (int, erro
 	cl := int64(v.g.clusterSize)
 	cs := n.chain
 	done := 0
+	oldSize := max(int64(n.size), off)
 	for done < len(p) {
 		pos := off + int64(done)
 		i := pos / cl
@@ -278,7 +311,7 @@ func (v *Volume) writeAt(n *Node, p []byte, off int64, now time.Time) (int, erro
 			j++
 		}
 		k := min(int64(len(p)-done), (j-i)*cl-in)
-		if _, err := v.dev.WriteAt(p[done:done+int(k)], v.g.clusterOff(cs[i])+in); err != nil {
+		if err := v.writeData(p[done:done+int(k)], v.g.clusterOff(cs[i])+in, pos+k >= oldSize); err != nil {
 			break
 		}
 		done += int(k)

@@ -21,6 +21,16 @@ type Volume struct {
 	wasDirty  bool // the dirty bit was set when the volume was opened
 	closed    bool
 	tailCount uint32
+	// dirtyDirs are the directories with changes not yet on the device
+	// (writeDir), each with its dirty bitmap.
+	dirtyDirs map[*Node]struct{}
+	// wb writes the changes back wbDelay after the first change since
+	// the last write-back (done arms it; wbArmed says it is armed).
+	wb      *time.Timer
+	wbArmed bool
+	wbDelay time.Duration
+	// sector is scratch for the last sector of a write (writeAt).
+	sector []byte
 }
 
 // nodeKey names a directory entry: the first cluster of its directory
@@ -51,6 +61,7 @@ type Node struct {
 	chain    []uint32 // clusters, once loaded (chainOK)
 	chainOK  bool
 	data     []byte             // directories: the directory's bytes, once loaded
+	dirty    []uint64           // directories: sectors of data changed since the last sync (writeDir)
 	index    map[string]indexed // directories: folded names, once built (dir.go)
 	unlinked bool
 	opens    int
@@ -65,7 +76,15 @@ func (n *Node) fixedRoot() bool { return n.root && n.start == 0 }
 type Options struct {
 	// ReadOnly opens the volume without writing anything to it.
 	ReadOnly bool
+	// Writeback is how long a change of the FAT or of a directory may
+	// stay in memory before it is written to the device (without a
+	// flush of the device): 5 seconds if 0, Linux's dirty_writeback
+	// interval. Sync and Close write everything at once.
+	Writeback time.Duration
 }
+
+// defaultWriteback is Options.Writeback's default.
+const defaultWriteback = 5 * time.Second
 
 // Open reads the boot sector and the FAT of dev. A device that does not
 // hold a FAT volume gives an error wrapping ErrNotFAT. Opening for
@@ -83,7 +102,10 @@ func Open(dev Device, o Options) (*Volume, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &Volume{dev: dev, g: g, ro: o.ReadOnly, nodes: map[nodeKey]*Node{}}
+	v := &Volume{dev: dev, g: g, ro: o.ReadOnly, nodes: map[nodeKey]*Node{}, wbDelay: o.Writeback}
+	if v.wbDelay <= 0 {
+		v.wbDelay = defaultWriteback
+	}
 	v.fat.g = g
 	if err := v.fat.load(dev); err != nil {
 		return nil, err
@@ -205,12 +227,35 @@ func (v *Volume) writeEntry(n *Node) error {
 	return v.writeDir(n.dir, n.off, n.off+entrySize)
 }
 
-// done ends a change: the FAT's changed sectors go to every copy.
+// done ends a change. The FAT's changed sectors, like the directories',
+// stay in memory until the next sync or write-back, as the buffers of
+// Linux's vfat stay dirty until writeback: a file copied in costs its
+// data's writes and a share of the metadata's. It arms the write-back.
 func (v *Volume) done(err error) error {
-	if ferr := v.fat.flush(v.dev); err == nil {
-		err = ferr
+	if !v.wbArmed && !v.closed {
+		v.wbArmed = true
+		if v.wb == nil {
+			v.wb = time.AfterFunc(v.wbDelay, v.writeback)
+		} else {
+			v.wb.Reset(v.wbDelay)
+		}
 	}
 	return err
+}
+
+// writeback writes the changed metadata to the device (the flusher
+// thread's periodic writeback; no flush of the device's cache). An error
+// is left for the next Sync or Close to report, which write again.
+func (v *Volume) writeback() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.wbArmed = false
+	if v.closed || v.ro {
+		return
+	}
+	if v.flushDirs() == nil && v.fat.flush(v.dev) == nil {
+		v.writeFSInfo()
+	}
 }
 
 func (v *Volume) writable() error {
@@ -445,6 +490,9 @@ func (v *Volume) evictIfUnused(n *Node) error {
 		return err
 	}
 	v.fat.freeChain(cs)
+	if n.IsDir() {
+		v.forgetDir(n)
+	}
 	n.chain, n.start, n.size, n.data = nil, 0, 0, nil
 	return nil
 }
@@ -590,6 +638,9 @@ func (v *Volume) sync() error {
 	if v.ro {
 		return nil
 	}
+	if err := v.flushDirs(); err != nil {
+		return err
+	}
 	if err := v.fat.flush(v.dev); err != nil {
 		return err
 	}
@@ -630,6 +681,9 @@ func (v *Volume) Close() error {
 	defer v.mu.Unlock()
 	if v.closed {
 		return nil
+	}
+	if v.wb != nil {
+		v.wb.Stop()
 	}
 	err := v.sync()
 	if !v.ro && !v.wasDirty && err == nil {
