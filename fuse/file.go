@@ -111,7 +111,9 @@ func (s *Server) openOut(n *node, fd int, out *gofuse.OpenOut) {
 	if err == nil && typ == unix.S_IFREG {
 		k := cacheKey{int64(x.Size), x.Mtime.Sec*1e9 + int64(x.Mtime.Nsec), x.Ctime.Sec*1e9 + int64(x.Ctime.Nsec)}
 		s.mu.Lock()
-		if n.cache == k {
+		// Under strictatime every read must reach the server, which
+		// updates atime (atime.go): no page cache kept across opens.
+		if n.cache == k && !s.atime.strict.Load() {
 			out.OpenFlags |= gofuse.FOPEN_KEEP_CACHE
 		}
 		n.cache = k
@@ -142,6 +144,7 @@ func (r *rawFS) Open(cancel <-chan struct{}, in *gofuse.OpenIn, out *gofuse.Open
 		return s
 	}
 	defer r.done(q)
+	r.s.checkAtime()
 	fd, err := q.p.Reopen(q.n.fd, openFlags(in.Flags)|unix.O_CLOEXEC)
 	if err != nil {
 		return st(err)
@@ -326,6 +329,7 @@ func (r *rawFS) OpenDir(cancel <-chan struct{}, in *gofuse.OpenIn, out *gofuse.O
 		return s
 	}
 	defer r.done(q)
+	r.s.checkAtime()
 	fd, err := q.p.Reopen(q.n.fd, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
 		return st(err)

@@ -35,6 +35,7 @@ import (
 	"log"
 	"os"
 	"path"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,13 @@ type Options struct {
 	AllowOther bool
 	// ReadOnly mounts the export read-only (MS_RDONLY).
 	ReadOnly bool
+	// MountFlags are further mount(2) flags of the host mount; of them
+	// MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME and
+	// MS_NOEXEC are used (the kernel's default is relatime). The export
+	// updates atime by the host mount's atime flags, and follows them
+	// when the host mount is remounted (atime.go), if root is a mount's
+	// root in p's namespace.
+	MountFlags uintptr
 	// Debug logs every request and reply.
 	Debug bool
 	// Logger receives debug output; nil means log.Default.
@@ -97,6 +105,10 @@ type Server struct {
 	// through its threads (creds.go).
 	base *vfs.Proc
 	mnt  string
+	// hostMnt is mnt as the host's mount table shows it.
+	hostMnt string
+	// atime follows the host mount's atime flags (atime.go).
+	atime atimeWatch
 
 	entryTTL, attrTTL time.Duration
 	devFiles          bool // Options.DevicesAsFiles
@@ -167,9 +179,19 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 	if err != nil {
 		return nil, fmt.Errorf("fuse: %s: %w", root, err)
 	}
+	hostMnt, err := filepath.Abs(mountpoint)
+	if err == nil {
+		hostMnt, err = filepath.EvalSymlinks(hostMnt)
+	}
+	if err != nil {
+		base.Close(fd)
+		return nil, fmt.Errorf("fuse: mountpoint: %w", err)
+	}
 	s := &Server{
 		base:     base,
 		mnt:      mountpoint,
+		hostMnt:  hostMnt,
+		atime:    atimeWatch{stopW: -1, check: -1},
 		entryTTL: ttl(opts.EntryTimeout),
 		attrTTL:  ttl(opts.AttrTimeout),
 		devFiles: opts.DevicesAsFiles,
@@ -232,6 +254,19 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 	if opts.ReadOnly {
 		mo.Options = append(mo.Options, "ro")
 	}
+	// A direct mount takes these as flags, fusermount as options.
+	mo.DirectMountFlags = unix.MS_NOSUID | unix.MS_NODEV
+	for _, f := range []struct {
+		flag uintptr
+		name string
+	}{{unix.MS_NOATIME, "noatime"}, {unix.MS_NODIRATIME, "nodiratime"}, {unix.MS_RELATIME, "relatime"}, {unix.MS_STRICTATIME, "strictatime"}, {unix.MS_NOEXEC, "noexec"}} {
+		if opts.MountFlags&f.flag != 0 {
+			mo.DirectMountFlags |= f.flag
+			if !mo.DirectMount {
+				mo.Options = append(mo.Options, f.name)
+			}
+		}
+	}
 	if opts.Dev {
 		mo.Options = append(mo.Options, "dev")
 	}
@@ -253,6 +288,7 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		s.Unmount()
 		return nil, fmt.Errorf("fuse: mount %s: %w", mountpoint, err)
 	}
+	s.watchAtime(root)
 	return s, nil
 }
 
@@ -291,6 +327,7 @@ func (s *Server) Unmount() error {
 			s.closeErr = fmt.Errorf("fuse: unmount %s: %w", s.mnt, err)
 		}
 		s.stop()
+		s.stopAtime()
 	})
 	return s.closeErr
 }

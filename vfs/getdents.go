@@ -177,13 +177,23 @@ func (p *Proc) readdirFS(f *file, c DirContext) (DirContext, error) {
 		}
 		f.pos = 2
 	}
-	err := rd.ReadDir(f.pos-2, func(d Dirent) bool {
+	fn := func(d Dirent) bool {
 		d.Off += 2
 		if !put(d) {
 			return false
 		}
 		f.pos = d.Off
 		return true
-	})
+	}
+	var err error
+	if ar, ok := rd.(AtimeDirReader); ok && f.mnt != nil {
+		mode := f.mnt.atime.Mode(true)
+		if f.flags.Load()&unix.O_NOATIME != 0 {
+			mode = AtimeNever // file_accessed
+		}
+		err = ar.ReadDirAtime(f.pos-2, mode, fn)
+	} else {
+		err = rd.ReadDir(f.pos-2, fn)
+	}
 	return c, err
 }

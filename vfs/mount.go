@@ -141,6 +141,9 @@ type mount struct {
 	// checks, where a read-only mount gives it after them.
 	sbReadonly bool
 
+	// atime is the mount's access-time policy (atime.go).
+	atime AtimePolicy
+
 	// openFiles counts the open files on this mount (EBUSY on unmount).
 	openFiles atomic.Int64
 	// detached is set when the mount leaves the namespace.
@@ -256,6 +259,7 @@ func (ns *Namespace) attachRO(parent *mount, dir Node, fs FileSystem, root Node,
 		return nil, err
 	}
 	m := &mount{fs: fs, root: root, dev: ns.newDev(), readonly: readonly || sbReadonly, sbReadonly: sbReadonly, id: mountIDs.Add(1)}
+	m.setAtime(0)
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	ns.update(func(t map[mountKey]*mount) {
@@ -289,9 +293,15 @@ func (ns *Namespace) MountFS(path string, fs FileSystem, readonly bool) error {
 // Mount mounts a file system of type fstype, made from source and data, on
 // the directory target, as mount(2) does. MS_RDONLY makes writes give
 // EROFS; MS_BIND mounts the directory source again at target (fstype is
-// then ignored). A target that is not a directory gives ENOTDIR, an
-// unknown fstype ENODEV. Other MS_* flags are accepted and ignored. A
-// process without CAP_SYS_ADMIN gets EPERM once target is found.
+// then ignored). MS_NOATIME, MS_NODIRATIME and MS_STRICTATIME set how
+// accesses update atime (relatime otherwise; none on a read-only mount):
+// see AtimePolicy. MS_REMOUNT|MS_BIND changes those flags of the mount
+// whose root is target (EINVAL if target is not a mount's root), keeping
+// them if none is given, as Linux's do_reconfigure_mnt; it cannot change
+// the mount's read-only state (EINVAL). A target that is not a directory
+// gives ENOTDIR, an unknown fstype ENODEV. Other MS_* flags are accepted
+// and ignored. A process without CAP_SYS_ADMIN gets EPERM once target is
+// found.
 func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) error {
 	loc, err := p.walk(target, true)
 	if err == nil && !p.Privileged() {
@@ -304,6 +314,13 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 		return pathErr("mount", target, err)
 	}
 	readonly := flags&unix.MS_RDONLY != 0
+	if flags&(unix.MS_REMOUNT|unix.MS_BIND) == unix.MS_REMOUNT|unix.MS_BIND {
+		if loc.node != loc.mnt.root || readonly != loc.mnt.readonly {
+			return pathErr("mount", target, errEINVAL)
+		}
+		loc.mnt.remountAtime(flags)
+		return nil
+	}
 	if flags&unix.MS_BIND != 0 {
 		src, err := p.walk(source, true)
 		if err != nil {
@@ -314,6 +331,10 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 			return pathErr("mount", target, err)
 		}
 		m.stFlags.Store(src.mnt.stFlags.Load()) // clone_mnt keeps the source's flags
+		m.atime.bits.Store(src.mnt.atime.bits.Load())
+		if m.readonly {
+			m.atime.bits.Store(m.atime.bits.Load() | atimeRO)
+		}
 		return nil
 	}
 	registry.RLock()
@@ -335,6 +356,7 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 		return pathErr("mount", target, err)
 	}
 	m.stFlags.Store(mountStFlags(flags))
+	m.setAtime(flags)
 	p.ns.mu.Lock()
 	m.source, m.fstype, m.data = source, fstype, data
 	p.ns.mu.Unlock()

@@ -317,6 +317,7 @@ func (p *Proc) openLoc(loc location, flags int, created bool) (*file, error) {
 	} else if st.IsDir() {
 		h = dirHandle{}
 	}
+	tellAtime(h, loc.mnt) // atime.go
 	if err := openFlags(h, st, flags); err != nil {
 		if r, ok := h.(Releaser); ok {
 			r.Release()

@@ -51,6 +51,7 @@ func (p *Proc) PrivateMount(fds ...int) (*Proc, error) {
 	m := &mount{fs: orig.fs, root: orig.root, dev: orig.dev, id: mountIDs.Add(1),
 		readonly: orig.readonly, sbReadonly: orig.sbReadonly}
 	m.stFlags.Store(orig.stFlags.Load())
+	m.atime.bits.Store(orig.atime.bits.Load())
 	ns.root = m
 	t := map[mountKey]*mount{}
 	ns.mounts.Store(&t)

@@ -47,7 +47,10 @@ options:
   -t TYPE         the file system type (required)
   -o OPTIONS      comma-separated: ro mounts read-only; dev and suid let the
                   host use device nodes and set-ID bits on the export (root
-                  only; nodev and nosuid, the defaults, do not); the others
+                  only; nodev and nosuid, the defaults, do not); noatime,
+                  nodiratime, relatime (the default), strictatime and noexec
+                  are the host mount's flags, and atime on the export follows
+                  them and their remounts (mount -o remount); the others
                   go to the file system: tmpfs size=, nr_inodes=, mode=, uid=, gid=;
                   ext4 dax, nodax, commit=N, noload, data=ordered|journal,
                   errors=continue|remount-ro|panic, bcache=SIZE; hostfs uid=,
@@ -102,7 +105,16 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	var flags uintptr
 	var data []string
 	var dev, suid bool
+	var hostFlags uintptr
 	for _, o := range strings.Split(*optStr, ",") {
+		if f, set, ok := hostMountFlag(o); ok {
+			if set {
+				hostFlags |= f
+			} else {
+				hostFlags &^= f
+			}
+			continue
+		}
 		switch o {
 		case "":
 		case "ro":
@@ -137,6 +149,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		DevicesAsFiles: devFiles,
 		Dev:            dev,
 		Suid:           suid,
+		MountFlags:     hostFlags,
 	})
 	if err != nil {
 		if errors.Is(err, syscall.EBUSY) {
@@ -232,6 +245,24 @@ func parseMountArgs(args []string) (mountArgs, error) {
 	}
 	a.source, a.mountpoint = fl.Arg(0), fl.Arg(1)
 	return a, nil
+}
+
+// hostMountFlag is mount(8)'s reading of an atime or exec option: the
+// mount(2) flag it sets (set) or clears.
+func hostMountFlag(o string) (flag uintptr, set, ok bool) {
+	switch o {
+	case "noatime", "atime":
+		return unix.MS_NOATIME, o == "noatime", true
+	case "nodiratime", "diratime":
+		return unix.MS_NODIRATIME, o == "nodiratime", true
+	case "relatime", "norelatime":
+		return unix.MS_RELATIME, o == "relatime", true
+	case "strictatime", "nostrictatime":
+		return unix.MS_STRICTATIME, o == "strictatime", true
+	case "noexec", "exec":
+		return unix.MS_NOEXEC, o == "noexec", true
+	}
+	return 0, false, false
 }
 
 // buildExport makes a namespace holding the file system asked for and

@@ -385,6 +385,12 @@ func (d *Dir) renameLocked(oldName string, nd *Dir, newName string) (node, error
 // without the directory's lock held. The listing updates atime (relatime),
 // as Linux's iterate_dir does.
 func (d *Dir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
+	return d.ReadDirAtime(off, vfs.AtimeRelative, fn)
+}
+
+// ReadDirAtime implements vfs.AtimeDirReader: ReadDir, updating atime by
+// mode.
+func (d *Dir) ReadDirAtime(off int64, mode vfs.AtimeMode, fn func(vfs.Dirent) bool) error {
 	var batch [32]vfs.Dirent
 	for {
 		d.mu.RLock()
@@ -400,13 +406,13 @@ func (d *Dir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 		d.mu.RUnlock()
 		for _, e := range batch[:k] {
 			if !fn(e) {
-				d.touchAtime()
+				d.touchAtimeMode(mode)
 				return nil
 			}
 			off = e.Off
 		}
 		if !more {
-			d.touchAtime()
+			d.touchAtimeMode(mode)
 			return nil
 		}
 	}

@@ -194,18 +194,34 @@ type OpenFile struct {
 	// noatime says the open file has O_NOATIME: reads leave atime alone
 	// (vfs.NoatimeHandle).
 	noatime atomic.Bool
+	// atime is the policy of the mount the file was opened on
+	// (vfs.AtimeHandle), set once before the first read; nil is relatime.
+	atime *vfs.AtimePolicy
 }
 
-var _ vfs.NoatimeHandle = (*OpenFile)(nil)
+var (
+	_ vfs.NoatimeHandle = (*OpenFile)(nil)
+	_ vfs.AtimeHandle   = (*OpenFile)(nil)
+)
 
 // SetNoatime implements vfs.NoatimeHandle.
 func (h *OpenFile) SetNoatime(on bool) { h.noatime.Store(on) }
 
+// SetAtimePolicy implements vfs.AtimeHandle.
+func (h *OpenFile) SetAtimePolicy(p *vfs.AtimePolicy) { h.atime = p }
+
+// accessed updates atime for a read through h: file_accessed.
+func (h *OpenFile) accessed() {
+	if !h.noatime.Load() {
+		h.f.touchAtimeMode(h.atime.Mode(false))
+	}
+}
+
 // Read implements vfs.Reader. It copies from the page map without a lock
 // (see File.seq); holes read as zeros. A read that reaches end of file is
 // short, and one at or past it returns 0, nil. A negative off gives
-// EINVAL. Every read, even at end of file, updates atime by the relatime
-// rule.
+// EINVAL. Every read, even at end of file, updates atime by the mount's
+// rule (vfs.AtimePolicy).
 func (h *OpenFile) Read(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, errEINVAL
@@ -217,9 +233,7 @@ func (h *OpenFile) Read(p []byte, off int64) (int, error) {
 	} else if n = f.copyTo(p, off); !f.seqCheck(s) {
 		n = f.readShared(p, off)
 	}
-	if !h.noatime.Load() {
-		f.touchAtime()
-	}
+	h.accessed()
 	return n, nil
 }
 
@@ -281,9 +295,7 @@ func (h *OpenFile) ReadIter(dst iov.Iter, off int64) (int, error) {
 	} else if n = f.copyToIter(dst, off); !f.seqCheck(s) {
 		n = f.readIterShared(dst, off) // dst is a copy: the retry starts afresh
 	}
-	if !h.noatime.Load() {
-		f.touchAtime()
-	}
+	h.accessed()
 	return n, nil
 }
 

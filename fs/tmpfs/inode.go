@@ -131,6 +131,21 @@ func (n *inode) touchAtime() {
 	n.updateAtime()
 }
 
+// touchAtimeMode updates atime for an access by mode: touchAtime for
+// relatime; strictatime moves it to now unless it is now already
+// (atime_needs_update) or the inode is FS_NOATIME_FL.
+func (n *inode) touchAtimeMode(mode vfs.AtimeMode) {
+	switch mode {
+	case vfs.AtimeRelative:
+		n.touchAtime()
+	case vfs.AtimeStrict:
+		now := clockNow()
+		if n.fsflags.Load()&vfs.FS_NOATIME_FL == 0 && n.atime.Load() != now.wall {
+			n.setAtime(now.wall, now)
+		}
+	}
+}
+
 // updateAtime is touchAtime's slow path: the full relatime check. A
 // noatime inode (FS_NOATIME_FL) keeps its atime.
 func (n *inode) updateAtime() {

@@ -28,9 +28,7 @@ func (h *OpenFile) SplicePage(off int64, n int) ([]byte, error) {
 		return nil, errEINVAL
 	}
 	f := h.f
-	if !h.noatime.Load() {
-		f.touchAtime()
-	}
+	h.accessed()
 	size := atomic.LoadInt64(&f.size)
 	if off >= size || n <= 0 {
 		return nil, nil
