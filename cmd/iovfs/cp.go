@@ -636,7 +636,11 @@ func (c *copier) attrs(src, dst endpoint, st vfs.Stat, dir, created bool) {
 		if err := dst.s.lchown(dst.path, int(st.Uid), int(st.Gid)); err != nil && !errors.Is(err, syscall.EPERM) {
 			c.fail("failed to preserve ownership for '%s': %s", dst.display, errMsg(err))
 		}
-	case created && dst.img:
+	case created && dst.img && (c.uid != c.p.Geteuid() || c.gid != c.p.Getegid()):
+		// The image's files are made by the namespace's root: they
+		// go to the user running cp, as its own creates would. When
+		// that user is root they are its already (and a file made in
+		// a set-group-ID directory keeps the directory's group).
 		dst.s.lchown(dst.path, c.uid, c.gid)
 	}
 	if c.o.archive {

@@ -6,6 +6,7 @@ package disk
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"syscall"
 )
 
@@ -113,6 +114,27 @@ func (w *Writer) writeInodeBitmap(g uint32) error {
 }
 
 func bit(b []byte, i uint32) bool { return b[i/8]&(1<<(i%8)) != 0 }
+
+// nextZero returns the first clear bit of b at or after i and below end,
+// or end if there is none, passing over 64 set bits at a time: a group
+// filled from its start is crossed in a few dozen steps, not one a block.
+func nextZero(b []byte, i, end uint32) uint32 {
+	for i < end {
+		if i%64 == 0 && i+64 <= end && int(i/8)+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i/8:])
+			if w == ^uint64(0) {
+				i += 64
+				continue
+			}
+			return i + uint32(bits.TrailingZeros64(^w))
+		}
+		if !bit(b, i) {
+			return i
+		}
+		i++
+	}
+	return end
+}
 func setBit(b []byte, i uint32)   { b[i/8] |= 1 << (i % 8) }
 func clearBit(b []byte, i uint32) { b[i/8] &^= 1 << (i % 8) }
 
@@ -159,7 +181,10 @@ func (w *Writer) allocBlocks(goal uint64, n uint32) (uint64, uint32, error) {
 		gb := w.groupBlocks(g)
 		base := v.firstData + uint64(g)*uint64(v.bpg)
 		for i := from; i < gb; i++ {
-			if bit(bm, i) || w.freedNow(base+uint64(i)) {
+			if i = nextZero(bm, i, gb); i >= gb {
+				break
+			}
+			if w.freedNow(base + uint64(i)) {
 				continue
 			}
 			got := uint32(0)

@@ -2,6 +2,7 @@ package disk
 
 import (
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -108,6 +109,31 @@ func TestWriterENOSPCKernelFigures(t *testing.T) {
 		}
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestNextZero: nextZero finds the first clear bit from i as a bit-by-bit
+// scan does, across whole words, partial words and the end.
+func TestNextZero(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 2000 {
+		b := make([]byte, 8*(1+r.IntN(4)))
+		for i := range b {
+			b[i] = 0xff
+		}
+		for range r.IntN(4) {
+			k := r.IntN(len(b) * 8)
+			b[k/8] &^= 1 << (k % 8)
+		}
+		end := uint32(r.IntN(len(b)*8 + 1))
+		i := uint32(r.IntN(int(end) + 1))
+		want := i
+		for want < end && bit(b, want) {
+			want++
+		}
+		if got := nextZero(b, i, end); got != want {
+			t.Fatalf("nextZero(%x, %d, %d) = %d, want %d", b, i, end, got, want)
 		}
 	}
 }
