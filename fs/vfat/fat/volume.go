@@ -635,6 +635,20 @@ func (v *Volume) Sync() error {
 }
 
 func (v *Volume) sync() error {
+	if err := v.writeAll(); err != nil {
+		return err
+	}
+	if !v.ro {
+		if err := v.dev.Flush(); err != nil {
+			return syscall.EIO
+		}
+	}
+	return nil
+}
+
+// writeAll writes every change kept in memory (directories, the FAT,
+// FSInfo) to the device, without flushing the device's cache.
+func (v *Volume) writeAll() error {
 	if v.ro {
 		return nil
 	}
@@ -644,13 +658,7 @@ func (v *Volume) sync() error {
 	if err := v.fat.flush(v.dev); err != nil {
 		return err
 	}
-	if err := v.writeFSInfo(); err != nil {
-		return err
-	}
-	if err := v.dev.Flush(); err != nil {
-		return syscall.EIO
-	}
-	return nil
+	return v.writeFSInfo()
 }
 
 // writeFSInfo updates FAT32's FSInfo sector, if it has a valid one
@@ -674,8 +682,11 @@ func (v *Volume) writeFSInfo() error {
 	return nil
 }
 
-// Close syncs the volume and clears the dirty bit it set (unless the
-// volume was dirty before). Later calls give EIO.
+// Close writes what the volume kept in memory to the device and clears
+// the dirty bit it set (unless the volume was dirty before), as Linux's
+// vfat does at unmount (sync_filesystem, then fat_set_state): without a
+// flush of the device's cache, which only fsync and Sync ask for. Later
+// calls give EIO.
 func (v *Volume) Close() error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -685,12 +696,9 @@ func (v *Volume) Close() error {
 	if v.wb != nil {
 		v.wb.Stop()
 	}
-	err := v.sync()
+	err := v.writeAll()
 	if !v.ro && !v.wasDirty && err == nil {
 		err = v.setState(false)
-		if ferr := v.dev.Flush(); err == nil && ferr != nil {
-			err = syscall.EIO
-		}
 	}
 	v.closed = true
 	return err
