@@ -382,12 +382,27 @@ func upperXattrs(n string) bool {
 	return !strings.HasPrefix(n, "trusted.overlay.") || n == "trusted.overlay.opaque"
 }
 
+// hostProtection gives ns the host's fs.protected_* settings, which the
+// kernel's side of a differential follows.
+func hostProtection(t *testing.T, ns *vfs.Namespace) {
+	t.Helper()
+	h, err := vfs.OpenHostLinkProtection()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := ns.SetLinkProtection(h.Read()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // iovfsOverlay makes a namespace with the host directory dir mounted at
 // /h through hostfs and an overlay at /m of the layers opts names under
 // /h, and returns a root and a uid-1000 process on it.
 func iovfsOverlay(t *testing.T, dir, opts string) (*vfs.Proc, *vfs.Proc) {
 	t.Helper()
 	ns := vfs.NewNamespace(tmpfs.New(tmpfs.Options{Mode: 0o755, ModeSet: true}))
+	hostProtection(t, ns)
 	p := vfs.NewProc(ns)
 	for _, d := range []string{"/h", "/m"} {
 		if err := p.Mkdir(d, 0o755); err != nil {
@@ -528,6 +543,7 @@ func TestMountOptionsKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := vfs.NewNamespace(tmpfs.New(tmpfs.Options{Mode: 0o755, ModeSet: true}))
+	hostProtection(t, ns)
 	p := vfs.NewProc(ns)
 	if err := p.Mkdir("/h", 0o755); err != nil {
 		t.Fatal(err)
