@@ -368,8 +368,8 @@ func TestGetdents(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name)
 	}
-	if strings.Join(names, ",") != ".,..,c,a,b" {
-		t.Errorf("getdents = %v, want . .. then creation order", names)
+	if strings.Join(names, ",") != ".,..,b,a,c" {
+		t.Errorf("getdents = %v, want . .. then newest first, as Linux's tmpfs", names)
 	}
 	if more, err := p.Getdents(fd); len(more) != 0 || err != nil {
 		t.Errorf("second getdents = %v, %v; want the end", more, err)

@@ -177,9 +177,18 @@ func (p *Proc) readdirFS(f *file, c DirContext) (DirContext, error) {
 		}
 		f.pos = 2
 	}
+	full := false
+	dp, _ := rd.(DirPositioner)
 	fn := func(d Dirent) bool {
+		at := d
 		d.Off += 2
 		if !put(d) {
+			full = true
+			if dp != nil {
+				if pos, ok := dp.DirAt(at); ok {
+					f.pos = pos + 2
+				}
+			}
 			return false
 		}
 		f.pos = d.Off
@@ -194,6 +203,9 @@ func (p *Proc) readdirFS(f *file, c DirContext) (DirContext, error) {
 		err = ar.ReadDirAtime(f.pos-2, mode, fn)
 	} else {
 		err = rd.ReadDir(f.pos-2, fn)
+	}
+	if dp != nil && err == nil && !full {
+		f.pos = dp.DirEnd() + 2
 	}
 	return c, err
 }

@@ -349,16 +349,30 @@ type Dirent struct {
 }
 
 // DirReader lists a directory (Linux's iterate_shared). ReadDir calls fn
-// for the entries after cookie off (any off below 3 starts at the
-// beginning: 1 and 2 belong to the VFS's "." and "..", as Linux's
-// DIR_OFFSET_MIN reserves them), in a stable
-// order, until fn returns false or the entries run out. Each entry present
-// for the whole listing is reported exactly once, even if other entries
-// are created or removed meanwhile. "." and ".." are not reported; the VFS
+// for the entries after cookie off (an off of 0 starts at the beginning;
+// the VFS passes its position less 2, the positions 1 and 2 being its "."
+// and ".."), until fn returns false or the entries run out; each entry's
+// Off is the cookie to resume after it. Each entry present and not moved
+// for the whole listing is reported at least once, even if other entries
+// are created, removed or renamed meanwhile (most file systems report it
+// exactly once; Linux's tmpfs may report it twice when the entry a listing
+// would resume at is renamed). "." and ".." are not reported; the VFS
 // adds them. The file system may hold its own locks while it calls fn:
 // the VFS's fn never calls back into the file system.
 type DirReader interface {
 	ReadDir(off int64, fn func(Dirent) bool) error
+}
+
+// DirPositioner is a DirReader whose positions work as Linux's tmpfs's
+// (simple_offset): a listing that has run out of entries rests at DirEnd,
+// as Linux's at DIR_OFFSET_EOD, so that entries made after that are not
+// listed until a seek; and an entry that fn refuses is where the listing
+// resumes, at the cookie DirAt gives for it (false if it is gone), as
+// Linux leaves ctx->pos at an entry that did not fit. The VFS moves its
+// position there.
+type DirPositioner interface {
+	DirEnd() int64
+	DirAt(d Dirent) (int64, bool)
 }
 
 // DirIterator is a directory handle that lists from positions of its

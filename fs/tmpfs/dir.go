@@ -1,6 +1,7 @@
 package tmpfs
 
 import (
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -13,10 +14,25 @@ import (
 // for each entry, plus two for "." and "..".
 const direntSize = 20
 
-// firstCookie is the ReadDir cookie of a directory's first entry. Cookies 1
-// and 2 are left for the "." and ".." the VFS adds, as Linux's stable
-// directory offsets start at DIR_OFFSET_MIN.
-const firstCookie = 3
+// Directory offsets follow Linux's tmpfs (simple_offset, and the
+// d_children list its readdir walks). Each entry has an offset that never
+// changes while it keeps its name: a new name (create, link, a rename to
+// a free name) takes the directory's next offset, counting up from
+// dirOffsetMin; a rename over an existing name takes the replaced entry's
+// offset; RENAME_EXCHANGE leaves each name its offset. A listing walks the
+// entries newest first: a new name, a renamed entry and both entries of
+// an exchange move to the head. A listing resumes at the live entry with
+// the largest offset not above the position (at the head if there is
+// none), and walks on from it, so that entries renamed away and back
+// while a directory is read (which move to the head) are not listed
+// again. The position after an entry
+// (its d_off) is the offset of the next entry, or dirOffsetEOD after the
+// last. ReadDir's cookies are those positions less 2: the VFS adds 2,
+// after "." and "..".
+const (
+	dirOffsetMin = 3
+	dirOffsetEOD = math.MaxInt32
+)
 
 // Dir is a directory.
 type Dir struct {
@@ -35,26 +51,31 @@ type Dir struct {
 	mu sync.RWMutex
 	// names maps each name to its entry.
 	names map[string]*dentry
-	// order holds the entries by cookie, the order they were added in,
-	// including gone ones not yet compacted away.
-	order      []*dentry
-	gone       int
-	nextCookie int64
-	subdirs    int64       // for nlink: 2 + subdirectories
-	removed    bool        // rmdir'd: nothing can be added (Linux IS_DEADDIR)
-	freed      atomic.Bool // the inode went back (free); not under mu
+	// order is the list readdir walks, oldest first (it walks from the
+	// end); byOff holds the entries by offset, ascending. Both keep gone
+	// entries until they are compacted away.
+	order   []*dentry
+	byOff   []*dentry
+	gone    int
+	nextOff int64
+	subdirs int64       // for nlink: 2 + subdirectories
+	removed bool        // rmdir'd: nothing can be added (Linux IS_DEADDIR)
+	freed   atomic.Bool // the inode went back (free); not under mu
 }
 
-// dentry is one name in a directory.
+// dentry is one name in a directory, at one place in its list: moving it
+// to the head makes a new dentry and leaves this one gone.
 type dentry struct {
-	name   string
-	node   node
-	cookie int64
-	gone   bool
+	name string
+	node node
+	off  int64 // the stable offset
+	pos  int   // index in order
+	slot int   // index in byOff
+	gone bool
 }
 
 func (fs *FS) newDir(parent *Dir, mode uint32, c vfs.Cred, now instant) *Dir {
-	d := &Dir{names: map[string]*dentry{}, nextCookie: firstCookie}
+	d := &Dir{names: map[string]*dentry{}, nextOff: dirOffsetMin}
 	d.init(fs, parent, unix.S_IFDIR|mode&0o7777, c, now)
 	if parent == nil {
 		parent = d
@@ -126,31 +147,73 @@ func (d *Dir) canAdd(name string) error {
 // add enters n as name at now, with mu held, and sets the directory's
 // mtime and ctime.
 func (d *Dir) add(name string, n node, now int64) {
-	e := &dentry{name: name, node: n, cookie: d.nextCookie}
-	d.nextCookie++
-	d.names[name] = e
-	d.order = append(d.order, e)
+	d.insert(name, n, -1)
 	d.changed(now, true)
 }
 
-// remove drops e, with mu held. Gone entries stay in order until they are
-// half of it, so removal is O(1) amortised.
-func (d *Dir) remove(e *dentry, now int64) {
+// insert enters n as name at the head of the list, with mu held: with the
+// next offset if slot is -1, else with the offset of byOff[slot], whose
+// entry is gone.
+func (d *Dir) insert(name string, n node, slot int) *dentry {
+	e := &dentry{name: name, node: n, pos: len(d.order), slot: slot}
+	if slot < 0 {
+		e.off, e.slot = d.nextOff, len(d.byOff)
+		d.nextOff++
+		d.byOff = append(d.byOff, e)
+	} else {
+		e.off = d.byOff[slot].off
+		d.byOff[slot] = e
+	}
+	d.names[name] = e
+	d.order = append(d.order, e)
+	return e
+}
+
+// unname marks e gone, with mu held; compact drops it later.
+func (d *Dir) unname(e *dentry) {
 	delete(d.names, e.name)
 	e.gone = true
 	d.gone++
-	if d.gone > 16 && d.gone > len(d.order)/2 {
-		live := d.order[:0]
-		for _, e := range d.order {
-			if !e.gone {
-				live = append(live, e)
-			}
-		}
-		clear(d.order[len(live):])
-		d.order = live
-		d.gone = 0
-	}
+}
+
+// toHead moves e to the head of the list, keeping its name and offset.
+func (d *Dir) toHead(e *dentry) {
+	d.unname(e)
+	d.insert(e.name, e.node, e.slot)
+}
+
+// remove drops e, with mu held, and sets the directory's mtime and ctime.
+func (d *Dir) remove(e *dentry, now int64) {
+	d.unname(e)
+	d.compact()
 	d.changed(now, true)
+}
+
+// compact drops the gone entries once they are half of the list, so that
+// removal is O(1) amortised.
+func (d *Dir) compact() {
+	if d.gone <= 16 || d.gone <= len(d.order)/2 {
+		return
+	}
+	live := d.order[:0]
+	for _, e := range d.order {
+		if !e.gone {
+			e.pos = len(live)
+			live = append(live, e)
+		}
+	}
+	clear(d.order[len(live):])
+	d.order = live
+	byOff := d.byOff[:0]
+	for _, e := range d.byOff {
+		if !e.gone {
+			e.slot = len(byOff)
+			byOff = append(byOff, e)
+		}
+	}
+	clear(d.byOff[len(byOff):])
+	d.byOff = byOff
+	d.gone = 0
 }
 
 // reserveNew checks that name can be added to d and takes an inode from
@@ -331,20 +394,23 @@ func (d *Dir) kill(now int64) error {
 // renameLocked moves oldName in d to newName in nd, with the mu of both
 // held. The VFS has refused moving a directory below itself and replacing
 // an ancestor of the source; the types are checked again here because
-// the directory counts depend on them. The entry gets a new ReadDir
-// cookie at the end of nd, as with Linux's stable offsets. Both
+// the directory counts depend on them. The entry gets a new
+// place at the head of nd's list, and the offset of the name it replaces
+// or a new one, as Linux's tmpfs gives. Both
 // directories' mtime and ctime move, and the ctime of the moved and the
 // replaced node. It returns the node that lost its name to the rename,
-// to be freed after the locks are dropped.
-func (d *Dir) renameLocked(oldName string, nd *Dir, newName string) (node, error) {
+// to be freed after the locks are dropped, and whether the rename was
+// made (a rename between two links of one node is not). A whiteout ws,
+// if not nil, takes oldName.
+func (d *Dir) renameLocked(oldName string, nd *Dir, newName string, ws node) (node, bool, error) {
 	src := d.names[oldName]
 	if src == nil || nd.removed {
-		return nil, errENOENT
+		return nil, false, errENOENT
 	}
 	srcDir, srcIsDir := src.node.(*Dir)
 	dst := nd.names[newName]
 	if dst != nil && dst.node == src.node {
-		return nil, nil // two links to one node: rename(2) does nothing
+		return nil, false, nil // two links to one node: rename(2) does nothing
 	}
 	now := clockNow().wall
 	var victim node
@@ -352,64 +418,119 @@ func (d *Dir) renameLocked(oldName string, nd *Dir, newName string) (node, error
 		dstDir, dstIsDir := dst.node.(*Dir)
 		switch {
 		case srcIsDir && !dstIsDir:
-			return nil, errENOTDIR
+			return nil, false, errENOTDIR
 		case !srcIsDir && dstIsDir:
-			return nil, errEISDIR
+			return nil, false, errEISDIR
 		case dstIsDir:
 			if err := dstDir.kill(now); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			nd.subdirs--
 		default:
 			dropLink(dst.node, now)
 		}
-		nd.remove(dst, now)
+		nd.unname(dst)
 		victim = dst.node
 	}
-	d.remove(src, now)
-	nd.add(newName, src.node, now)
+	// simple_offset_rename: the replaced name's offset, or a new one.
+	d.unname(src)
+	slot := -1
+	if dst != nil {
+		slot = dst.slot
+	}
+	moved := nd.insert(newName, src.node, slot)
+	if ws != nil {
+		// shmem_whiteout: the next offset after the move's, and a place
+		// below the moved entry, which the VFS's d_move puts at the head
+		// after the whiteout's dentry was made.
+		w := d.insert(oldName, ws, -1)
+		if nd == d {
+			d.order[moved.pos], d.order[w.pos] = w, moved
+			moved.pos, w.pos = w.pos, moved.pos
+		}
+	}
+	d.compact()
+	if nd != d {
+		nd.compact()
+	}
+	d.changed(now, true)
+	nd.changed(now, true)
 	if srcIsDir && d != nd {
 		d.subdirs--
 		nd.subdirs++
 		srcDir.parent.Store(nd)
 	}
 	src.node.base().changed(now, false)
-	return victim, nil
+	return victim, true, nil
 }
 
-// ReadDir implements vfs.DirReader. Entries come in the order they were
-// added; each carries its cookie, which never changes while the entry
-// lives, so a listing resumed from any cookie lists every entry present
-// throughout exactly once. Cookies start at 3, leaving 1 and 2 to the VFS
-// for "." and ".."; an off below 3 starts at the beginning. fn is called
-// without the directory's lock held. The listing updates atime (relatime),
-// as Linux's iterate_dir does.
+// ReadDir implements vfs.DirReader: the entries newest first, from the
+// position off+2 (see dirOffsetMin); an off of 0 starts at the head. fn is called without the directory's lock held. The listing
+// updates atime (relatime), as Linux's iterate_dir does.
 func (d *Dir) ReadDir(off int64, fn func(vfs.Dirent) bool) error {
 	return d.ReadDirAtime(off, vfs.AtimeRelative, fn)
+}
+
+// DirEnd implements vfs.DirPositioner: a listing that ran out rests at
+// dirOffsetEOD.
+func (d *Dir) DirEnd() int64 { return dirOffsetEOD - 2 }
+
+// DirAt implements vfs.DirPositioner: the cookie of e's own offset, while
+// e keeps its name.
+func (d *Dir) DirAt(e vfs.Dirent) (int64, bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if de := d.names[e.Name]; de != nil && de.node.base().ino == e.Ino {
+		return de.off - 2, true
+	}
+	return 0, false
 }
 
 // ReadDirAtime implements vfs.AtimeDirReader: ReadDir, updating atime by
 // mode.
 func (d *Dir) ReadDirAtime(off int64, mode vfs.AtimeMode, fn func(vfs.Dirent) bool) error {
 	var batch [32]vfs.Dirent
+	pos := off + 2
 	for {
 		d.mu.RLock()
-		i := sort.Search(len(d.order), func(i int) bool { return d.order[i].cookie > off })
+		// offset_dir_lookup: the live entry with the largest offset not
+		// above pos, else the head; nothing at dirOffsetEOD.
+		i := len(d.order) - 1
+		if pos >= dirOffsetEOD {
+			i = -1
+		} else if pos > 2 {
+			j := sort.Search(len(d.byOff), func(j int) bool { return d.byOff[j].off > pos }) - 1
+			for j >= 0 && d.byOff[j].gone {
+				j--
+			}
+			if j >= 0 {
+				i = d.byOff[j].pos
+			}
+		}
 		k := 0
-		for ; i < len(d.order) && k < len(batch); i++ {
+		for ; i >= 0 && k < len(batch); i-- {
 			if e := d.order[i]; !e.gone {
-				batch[k] = vfs.Dirent{Name: e.name, Ino: e.node.base().ino, Type: e.node.dtype(), Off: e.cookie}
+				if k > 0 {
+					batch[k-1].Off = e.off - 2
+				}
+				batch[k] = vfs.Dirent{Name: e.name, Ino: e.node.base().ino, Type: e.node.dtype(), Off: dirOffsetEOD - 2}
 				k++
 			}
 		}
-		more := i < len(d.order)
+		for i >= 0 && d.order[i].gone {
+			i--
+		}
+		more := i >= 0
+		if more && k > 0 {
+			batch[k-1].Off = d.order[i].off - 2
+		}
 		d.mu.RUnlock()
 		for _, e := range batch[:k] {
 			if !fn(e) {
 				d.touchAtimeMode(mode)
 				return nil
 			}
-			off = e.Off
+			pos = e.Off + 2
 		}
 		if !more {
 			d.touchAtimeMode(mode)

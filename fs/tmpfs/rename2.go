@@ -62,13 +62,13 @@ func (d *Dir) Rename(oldName string, newDir vfs.Node, newName string, flags uint
 		ws = &Special{}
 		ws.init(d.fs, d, unix.S_IFCHR, c, clockNow())
 	}
-	victim, err := d.renameLocked(oldName, nd, newName)
+	var wsNode node
 	if ws != nil {
-		if err == nil {
-			d.add(oldName, ws, clockNow().wall)
-		} else {
-			ws.evict()
-		}
+		wsNode = ws
+	}
+	victim, done, err := d.renameLocked(oldName, nd, newName, wsNode)
+	if ws != nil && !done {
+		ws.evict()
 	}
 	unlock()
 	if victim != nil {
@@ -93,6 +93,14 @@ func (d *Dir) exchangeLocked(oldName string, nd *Dir, newName string) error {
 	sd, srcIsDir := src.node.(*Dir)
 	dd, dstIsDir := dst.node.(*Dir)
 	src.node, dst.node = dst.node, src.node
+	// simple_offset_rename_exchange and d_exchange: each name keeps its
+	// offset, and both move to the head, oldName's first.
+	d.toHead(src)
+	nd.toHead(dst)
+	d.compact()
+	if nd != d {
+		nd.compact()
+	}
 	if d != nd {
 		if srcIsDir {
 			sd.parent.Store(nd)
