@@ -8,6 +8,7 @@ import "github.com/iovfs/iovfs/vfs"
 
 var (
 	_ vfs.AtimeDirReader = (*Dir)(nil)
+	_ vfs.DirPositioner  = (*Dir)(nil)
 	_ vfs.Creator        = (*Dir)(nil)
 	_ vfs.DirLocker      = (*Dir)(nil)
 	_ vfs.DirReader      = (*Dir)(nil)
