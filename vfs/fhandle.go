@@ -55,16 +55,53 @@ func (id FileID) Handle() unix.FileHandle {
 	return unix.NewFileHandle(FILEID_INO32_GEN, b)
 }
 
-// ParseFileHandle returns the FileID h holds, or false for a handle
-// shorter than three words. The type is not looked at, as
-// shmem_fh_to_dentry does not.
+// ParseFileHandle returns the FileID a handle that NameToHandleAt made
+// of a file of iovfs's file systems holds: three words in the layout of
+// FileID.Handle, or two (the inode number, then the generation) in the
+// layout of Ino32GenHandle; false for a handle shorter than two words.
+// The type is not looked at, as shmem_fh_to_dentry does not.
 func ParseFileHandle(h unix.FileHandle) (FileID, bool) {
 	b := h.Bytes()
-	if len(b) < 12 {
-		return FileID{}, false
+	switch {
+	case len(b) >= 12:
+		ino := uint64(binary.LittleEndian.Uint32(b[8:]))<<32 | uint64(binary.LittleEndian.Uint32(b[4:]))
+		return FileID{Ino: ino, Gen: binary.LittleEndian.Uint32(b)}, true
+	case len(b) >= 8:
+		return FileID{Ino: uint64(binary.LittleEndian.Uint32(b)), Gen: binary.LittleEndian.Uint32(b[4:])}, true
 	}
-	ino := uint64(binary.LittleEndian.Uint32(b[8:]))<<32 | uint64(binary.LittleEndian.Uint32(b[4:]))
-	return FileID{Ino: ino, Gen: binary.LittleEndian.Uint32(b)}, true
+	return FileID{}, false
+}
+
+// Ino32GenHandle returns id as a file handle of type FILEID_INO32_GEN
+// laid out as Linux's generic export_encode_fh lays out struct fid's
+// i32 (ext2, ext4...): the inode number's low 32 bits, then the
+// generation, little-endian as on this machine; two words.
+func Ino32GenHandle(id FileID) unix.FileHandle {
+	b := make([]byte, 8)
+	binary.LittleEndian.PutUint32(b, uint32(id.Ino))
+	binary.LittleEndian.PutUint32(b[4:], id.Gen)
+	return unix.NewFileHandle(FILEID_INO32_GEN, b)
+}
+
+// handleOf is id's handle on the file system of ex.
+func handleOf(ex Exporter, id FileID) unix.FileHandle {
+	if c, ok := ex.(HandleCoder); ok {
+		return c.EncodeHandle(id)
+	}
+	return id.Handle()
+}
+
+// decodeHandle is the FileID h names on the file system of ex, whether
+// any generation matches it, and false if it names nothing there.
+func decodeHandle(ex Exporter, h unix.FileHandle) (id FileID, anyGen, ok bool) {
+	if c, ok := ex.(HandleCoder); ok {
+		return c.DecodeHandle(h)
+	}
+	id, ok = ParseFileHandle(h)
+	if len(h.Bytes()) < 12 {
+		ok = false // shmem_fh_to_dentry: fh_len < 3
+	}
+	return id, false, ok
 }
 
 // NameToHandleAt returns a handle for the file at path relative to dirfd,
@@ -100,7 +137,7 @@ func (p *Proc) NameToHandleAt(dirfd int, path string, flags int) (unix.FileHandl
 	if err != nil {
 		return unix.FileHandle{}, 0, pathErr("name_to_handle_at", path, err)
 	}
-	h := id.Handle()
+	h := handleOf(ex, id)
 	mid := int(loc.mnt.id)
 	if flags&AT_HANDLE_MNT_ID_UNIQUE != 0 {
 		mid += 1 << 31 // as statx's STATX_MNT_ID_UNIQUE
@@ -150,8 +187,11 @@ func (p *Proc) OpenByHandleAt(mountfd int, h unix.FileHandle, flags int) (int, e
 		return -1, unix.ESTALE
 	}
 	ex, ok := anchor.mnt.fs.(Exporter)
-	id, okID := ParseFileHandle(h)
-	if !ok || !okID {
+	if !ok {
+		return -1, unix.ESTALE
+	}
+	id, anyGen, okID := decodeHandle(ex, h)
+	if !okID {
 		return -1, unix.ESTALE
 	}
 	n, hold, err := ex.NodeByIno(id.Ino)
@@ -159,7 +199,7 @@ func (p *Proc) OpenByHandleAt(mountfd int, h unix.FileHandle, flags int) (int, e
 		return -1, err
 	}
 	defer hold.Release()
-	if have, err := ex.EncodeFH(n); err != nil || have.Gen != id.Gen {
+	if have, err := ex.EncodeFH(n); err != nil || !anyGen && have.Gen != id.Gen {
 		return -1, unix.ESTALE // the number went to another file
 	}
 	if typ&FILEID_IS_DIR != 0 && !isDir(n) {

@@ -696,8 +696,10 @@ type FileAttrer interface {
 // EncodeFH returns n's FileID: its inode number and generation, which
 // together name n for as long as n exists. NodeByIno returns the node
 // numbered ino, the same Node value the file system hands out otherwise,
-// while that node exists (linked, or unlinked but still open) and a
-// handle of it was made (EncodeFH): the caller compares the generation.
+// while that node exists (linked, or unlinked but still open) and, on a
+// file system that tracks them as Linux's tmpfs does, a handle of it was
+// made (EncodeFH); one that keeps its inodes on a disk finds any live
+// inode, as ext4_iget does. The caller compares the generation.
 // It gives ESTALE when there is none. The node is held, as an O_PATH open
 // holds it, until the caller releases the Releaser (then the node may go,
 // if it has no links nor opens). Both may be called concurrently with
@@ -705,4 +707,17 @@ type FileAttrer interface {
 type Exporter interface {
 	EncodeFH(n Node) (FileID, error)
 	NodeByIno(ino uint64) (Node, Releaser, error)
+}
+
+// HandleCoder is an Exporter whose handles are not laid out as Linux's
+// tmpfs lays them out (FileID.Handle, which the VFS uses otherwise): its
+// own encode_fh and fh_to_dentry. EncodeHandle returns id's handle.
+// DecodeHandle returns the FileID h names (its type's FILEID_IS_* flags
+// aside), anyGen when it matches the file of that number whatever its
+// generation (ext4 takes a generation of 0 so), and false when it names
+// nothing on this file system (ESTALE: too short, a type it does not
+// make).
+type HandleCoder interface {
+	EncodeHandle(id FileID) unix.FileHandle
+	DecodeHandle(h unix.FileHandle) (id FileID, anyGen, ok bool)
 }

@@ -164,7 +164,7 @@ func (fs *FS) nodeRef(r *disk.Ref) (vfs.Node, error) {
 		s := &specialNode{}
 		n, b = s, &s.node
 	}
-	b.fs, b.ref, b.typ = fs, r, in.Mode&disk.S_IFMT
+	b.fs, b.ref, b.typ, b.gen = fs, r, in.Mode&disk.S_IFMT, in.Generation
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if old := fs.nodes[r.Ino()]; old != nil && baseOf(old).ref == r {

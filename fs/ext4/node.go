@@ -27,6 +27,8 @@ type node struct {
 	fs  *FS
 	ref *disk.Ref
 	typ uint32
+	// gen is i_generation, which never changes (handles.go).
+	gen uint32
 
 	// acls caches the access and default ACLs (acl.go).
 	acls aclCache

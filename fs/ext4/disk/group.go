@@ -119,6 +119,10 @@ func (v *Volume) Info() VolumeInfo { return v.info }
 // (has_journal).
 func (v *Volume) HasJournal() bool { return v.compat&compatHasJournal != 0 }
 
+// FirstIno returns s_first_ino, the first inode number a file may have
+// (below it only the root directory's is one).
+func (v *Volume) FirstIno() uint32 { return v.firstIno }
+
 // Root returns the root directory's inode number, 2.
 func (v *Volume) Root() uint32 { return rootIno }
 

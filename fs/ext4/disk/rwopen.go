@@ -38,6 +38,31 @@ func (w *Writer) HoldIf(ino uint32, ok func() bool) bool {
 	return true
 }
 
+// HoldInUse holds inode ino (Hold) if it is in use: allocated, with
+// links, or held already (an unlinked file still open); it reports
+// whether it held. A file handle, decoded with no path that would pin
+// the inode, finds it so (ext4_iget with EXT4_IGET_HANDLE): under the
+// lock that frees inodes, so a number never gets held for an inode
+// freed meanwhile.
+func (w *Writer) HoldInUse(ino uint32) bool {
+	if ino == 0 || ino > w.v.inodes {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.held[ino] == 0 {
+		raw, err := w.getInode(ino)
+		if err != nil || iMode(raw) == 0 || iLinks(raw) == 0 {
+			return false
+		}
+	}
+	if w.held == nil {
+		w.held = map[uint32]int{}
+	}
+	w.held[ino]++
+	return true
+}
+
 // OnRelease sets fn to be called, under the Writer's lock, for each inode
 // the Writer frees from then on, before its number can be reused: the
 // VFS glue forgets the inode's node there.
