@@ -55,12 +55,6 @@ func asFsUser(uid, gid int, f func()) {
 // attributes), and a create in a directory with a default ACL ignores the
 // umask (FUSE_DONT_MASK: the server applies it only without one).
 func TestACLExport(t *testing.T) {
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	p := newProc(t)
 	mnt, _ := export(t, p, "/tmp", Options{})
 	host := t.TempDir()
@@ -68,6 +62,26 @@ func TestACLExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Unmount(host, unix.MNT_DETACH)
+	aclExport(t, host, mnt)
+}
+
+// TestACLExportExt4 is TestACLExport on an export of a read-write ext4
+// mount, compared with a kernel loop mount of the same image.
+func TestACLExportExt4(t *testing.T) {
+	p, host := ext4RW(t)
+	mnt, _ := export(t, p, "/mnt", Options{})
+	aclExport(t, host, mnt)
+}
+
+// aclExport runs the ACL comparison on host, a host directory, and mnt,
+// an export.
+func aclExport(t *testing.T, host, mnt string) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	must(os.Chmod(filepath.Dir(host), 0o755)) // the test's directory, for the other users
 	defer unix.Umask(unix.Umask(0o022))
 
@@ -202,17 +216,34 @@ func TestFallocateKillPrivExport(t *testing.T) {
 // lsattr), who may set them, and what the immutable and append-only
 // flags then refuse.
 func TestFileAttrExport(t *testing.T) {
+	p := newProc(t)
+	mnt, _ := export(t, p, "/tmp", Options{})
+	host := t.TempDir()
+	if err := unix.Mount("tmpfs", host, "tmpfs", 0, "size=16m"); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(host, unix.MNT_DETACH)
+	fileAttrExport(t, host, mnt)
+}
+
+// TestFileAttrExportExt4 is TestFileAttrExport on an export of a
+// read-write ext4 mount, compared with a kernel loop mount of the same
+// image.
+func TestFileAttrExportExt4(t *testing.T) {
+	p, host := ext4RW(t)
+	mnt, _ := export(t, p, "/mnt", Options{})
+	fileAttrExport(t, host, mnt)
+}
+
+// fileAttrExport runs the flag comparison on host, a host directory, and
+// mnt, an export.
+func fileAttrExport(t *testing.T, host, mnt string) {
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	p := newProc(t)
-	mnt, _ := export(t, p, "/tmp", Options{})
-	host := t.TempDir()
-	must(unix.Mount("tmpfs", host, "tmpfs", 0, "size=16m"))
-	defer unix.Unmount(host, unix.MNT_DETACH)
 	must(os.Chmod(filepath.Dir(host), 0o755))
 	var results [2][]string
 	for i, root := range []string{host, mnt} {
@@ -244,6 +275,13 @@ func TestFileAttrExport(t *testing.T) {
 				return err
 			}
 			defer unix.Close(fd)
+			// As chattr(1): the flags of the file system's own (ext4's
+			// extents, inline data, index) are passed back unchanged.
+			cur, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+			if err != nil {
+				return err
+			}
+			fl |= cur & (vfs.FS_EXTENT_FL | vfs.FS_INLINE_DATA_FL | vfs.FS_INDEX_FL)
 			return unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(fl))
 		}
 		for _, n := range []string{"i", "a", "d"} {

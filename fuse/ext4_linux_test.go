@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/iovfs/iovfs"
 	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
@@ -40,6 +41,50 @@ func ext4Proc(t *testing.T, img, data string) *vfs.Proc {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// ext4RW returns a process with an empty ext4 image mounted read-write
+// at /mnt from a RAM disk, and a kernel loop mount of a copy of the same
+// image, read-write, unmounted at the end of the test.
+func ext4RW(t *testing.T) (*vfs.Proc, string) {
+	t.Helper()
+	requireFUSE(t)
+	testenv.RequireRoot(t, "a kernel loop mount")
+	testenv.RequireTool(t, "mke2fs")
+	img := filepath.Join(t.TempDir(), "ext4.img")
+	if out, err := exec.Command("mke2fs", "-q", "-t", "ext4", img, "16M").CombinedOutput(); err != nil {
+		t.Fatalf("mke2fs: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kmnt := t.TempDir()
+	if out, err := testenv.Mount("-o", "loop", img, kmnt); err != nil {
+		t.Fatalf("mount -o loop: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", kmnt).Run() })
+	p, err := iovfs.New(iovfs.WithRAMDisks(1, int64(len(b))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := p.Open("/dev/ram0", unix.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := p.Pwrite(fd, b, 0); n != len(b) {
+		t.Fatalf("fill /dev/ram0: %d, %v", n, err)
+	}
+	p.Close(fd)
+	if err := p.Mount("/dev/ram0", "/mnt", "ext4", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Unmount("/mnt", 0); err != nil {
+			t.Errorf("unmount /mnt: %v", err)
+		}
+	})
+	return p, kmnt
 }
 
 // TestExt4Export walks an ext4 image exported plain and with dax and

@@ -78,18 +78,35 @@ func forgetAll(t *testing.T, p *vfs.Proc, s *Server, root string) {
 func TestFileHandleExport(t *testing.T) {
 	p := newProc(t)
 	mnt, s := export(t, p, "/tmp", Options{})
-	if !s.numbered {
-		t.Fatal("the export of /tmp, a tmpfs mount's root, does not number its nodes")
-	}
 	host := t.TempDir()
+	if err := unix.Mount("tmpfs", host, "tmpfs", 0, "size=16m"); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(host, unix.MNT_DETACH)
+	fileHandleExport(t, p, s, "/tmp", mnt, host)
+}
+
+// TestFileHandleExportExt4 is TestFileHandleExport on an export of a
+// read-write ext4 mount, compared with a kernel loop mount of the same
+// image.
+func TestFileHandleExportExt4(t *testing.T) {
+	p, host := ext4RW(t)
+	mnt, s := export(t, p, "/mnt", Options{})
+	fileHandleExport(t, p, s, "/mnt", mnt, host)
+}
+
+// fileHandleExport runs the round trip on mnt, an export of root in p,
+// and on host, a host directory of the same kind of file system.
+func fileHandleExport(t *testing.T, p *vfs.Proc, s *Server, root, mnt, host string) {
+	if !s.numbered {
+		t.Fatalf("the export of %s, a mount's root, does not number its nodes", root)
+	}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(unix.Mount("tmpfs", host, "tmpfs", 0, "size=16m"))
-	defer unix.Unmount(host, unix.MNT_DETACH)
 
 	type side struct {
 		root    string
@@ -100,9 +117,9 @@ func TestFileHandleExport(t *testing.T) {
 		fd      int
 	}
 	ours := &side{root: mnt, handles: map[string]unix.FileHandle{},
-		rename: func(a, b string) error { return p.Rename("/tmp/"+a, "/tmp/"+b) },
-		remove: func(a string) error { return p.Unlink("/tmp/" + a) },
-		forget: func() { forgetAll(t, p, s, "/tmp") }}
+		rename: func(a, b string) error { return p.Rename(root+"/"+a, root+"/"+b) },
+		remove: func(a string) error { return p.Unlink(root + "/" + a) },
+		forget: func() { forgetAll(t, p, s, root) }}
 	theirs := &side{root: host, handles: map[string]unix.FileHandle{},
 		rename: func(a, b string) error { return os.Rename(filepath.Join(host, a), filepath.Join(host, b)) },
 		remove: func(a string) error { return os.Remove(filepath.Join(host, a)) },
