@@ -75,9 +75,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 			c := &cli{name: cmd.name, stdout: stdout, stderr: stderr}
 			prevCLI, prevSink := noteCLI, sink
 			var unwatch func()
+			procs := len(devfsOf)
 			noteCLI = c
 			sink, unwatch = watchNotices(c)
-			defer func() { unwatch(); noteCLI, sink = prevCLI, prevSink }()
+			defer func() {
+				unwatch()
+				noteCLI, sink = prevCLI, prevSink
+				// The command's processes go with it: a program (or a
+				// test) that runs commands one after another would
+				// otherwise keep every namespace they made.
+				if procs == 0 {
+					clear(devfsOf)
+				}
+			}()
 			return cmd.run(args[1:], stdout, stderr)
 		}
 	}
