@@ -280,7 +280,7 @@ func (w *Writer) Reader(opt Options) (*Volume, error) {
 	if opt.Logf == nil {
 		opt.Logf = w.v.opt.Logf
 	}
-	opt.NoLoad, opt.unreplayed, opt.readOnlyMount = false, false, false
+	opt.NoLoad, opt.unreplayed, opt.readOnlyMount, opt.beside = false, false, false, true
 	v, err := Open(liveDev{w}, opt)
 	if err != nil {
 		return nil, err

@@ -117,6 +117,9 @@ type Options struct {
 	// readOnlyMount: the Writer of a read-only mount's orphan cleanup,
 	// which does none of a mount's superblock bookkeeping (rwsuper.go).
 	readOnlyMount bool
+	// beside: the volume reads beside a Writer (Writer.Reader), whose
+	// mount sets needs_recovery itself: no warning about it.
+	beside bool
 }
 
 // Volume is an open, read-only ext2/3/4 file system. All its methods are
@@ -370,7 +373,7 @@ func (v *Volume) parseSuper(sb []byte) error {
 		v.info.FreeBlocks |= uint64(le32(sb, 0x158)) << 32
 	}
 	copy(v.info.UUID[:], sb[0x68:0x78])
-	if v.incompat&incompatRecover != 0 {
+	if v.incompat&incompatRecover != 0 && !v.opt.beside {
 		v.opt.Logf("ext4: journal needs recovery; mounting read-only without replay (noload)")
 	}
 	v.sbBackupBGs = [2]uint32{le32(sb, 0x24C), le32(sb, 0x250)}
