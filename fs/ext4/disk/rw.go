@@ -137,6 +137,11 @@ type Writer struct {
 	Batch          bool
 	CommitInterval time.Duration
 	lastCommit     time.Time
+	// syncOp: the running operation changed an inode with the sync
+	// flag, or a directory with dirsync (IS_SYNC, IS_DIRSYNC): unlock
+	// commits and flushes before the operation returns, as
+	// ext4_handle_sync makes its handle wait for the commit.
+	syncOp bool
 	// pendingFree holds blocks freed by the running transaction: they
 	// are not allocated again until it commits, so data written to a
 	// new owner never lands in a block the committed state still gives
@@ -575,6 +580,9 @@ func extraEnd(raw []byte) int {
 // putInode sets raw's checksum, writes it and drops the reader's copy.
 func (w *Writer) putInode(ino uint32, raw []byte) error {
 	w.begin(ino) // live.go
+	if fl := iFlags(raw); fl&flSync != 0 || fl&flDirsync != 0 && iMode(raw)&S_IFMT == S_IFDIR {
+		w.syncOp = true
+	}
 	v := w.v
 	if v.rocompat&rocompatMetadataCsum != 0 {
 		hi := len(raw) > 128 && extraEnd(raw) >= 0x84

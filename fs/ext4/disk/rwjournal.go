@@ -128,8 +128,15 @@ func (w *Writer) unlock() {
 	w.endOps() // live.go
 	w.aclass, w.tclass = allocNormal, allocNormal
 	w.cur = nil
-	if !w.Batch || w.tx.Len() >= w.commitBlocks() || w.Now().Sub(w.lastCommit) >= w.CommitInterval {
+	sync := w.syncOp
+	w.syncOp = false
+	if sync || !w.Batch || w.tx.Len() >= w.commitBlocks() || w.Now().Sub(w.lastCommit) >= w.CommitInterval {
 		w.commitOrFail()
+	}
+	if sync && w.err == nil {
+		if err := w.jdev.Flush(); err != nil {
+			w.v.opt.Logf("ext4: flush after a change of a sync inode: %v", err)
+		}
 	}
 	w.mu.Unlock()
 }
