@@ -9,6 +9,7 @@ package bench
 // the kernel variants read through the page cache, which is what they are.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -50,6 +51,7 @@ var fuseExperiment = &Experiment{
 		{Name: "iovfs-hostfs", Doc: "pread(2), O_DIRECT, through an iovfs FUSE export of a hostfs mount of the kernel tmpfs: with FUSE passthrough, as loopback, so the kernel reads the host file itself once iovfs has served the OPEN", Setup: fuseIovfsHostfs(false)},
 		{Name: "iovfs-hostfs-nopt", Doc: "the same with passthrough off (fuse.Options.NoPassthrough): every read is a READ served by iovfs's hostfs (one host pread)", Setup: fuseIovfsHostfs(true)},
 		{Name: "loopback", Doc: "pread(2), O_DIRECT, through go-fuse's loopback file system over the kernel tmpfs, as it ships: with FUSE passthrough where the kernel has it, the kernel then reads the backing file itself", Setup: fuseLoopback(false)},
+		{Name: "memfile", Doc: "pread(2), O_DIRECT, through a go-fuse server whose file is one Go slice in memory (go-fuse's MemRegularFile, each READ a slice of it): no file system behind the READ, the floor of a FUSE export's O_DIRECT read on this kernel", Setup: fuseMemFile},
 		{Name: "loopback-nopt", Doc: "the same with passthrough disabled (CAP_PASSTHROUGH off): every read is a READ request served by go-fuse", Setup: fuseLoopback(true)},
 	},
 }
@@ -321,6 +323,40 @@ func fuseLoopbackOp(prm Params, e any, noPassthrough bool) (Op, error) {
 		err := srv.Unmount()
 		os.Remove(mnt)
 		cl()
+		return err
+	})
+}
+
+// fuseMemFile mounts a go-fuse file system of one file held in a Go
+// slice: every READ is answered with a slice of it, so what is left is
+// the FUSE request path itself (the kernel's copy into the reader's
+// pages, the round trip through /dev/fuse, go-fuse's dispatch).
+func fuseMemFile(prm Params, e any) (Op, error) {
+	env, err := fuseEnv(e)
+	if err != nil {
+		return Op{}, err
+	}
+	data := make([]byte, 0, env.fileSize)
+	if err := fillFile(env.fileSize, func(b []byte) error { data = append(data, b...); return nil }); err != nil {
+		return Op{}, err
+	}
+	file := &gofs.MemRegularFile{Data: data, Attr: gofuse.Attr{Mode: 0o444}}
+	root := &gofs.Inode{}
+	mnt, err := os.MkdirTemp("", "iovfs-bench-fuse-mem-")
+	if err != nil {
+		return Op{}, err
+	}
+	mo := gofuse.MountOptions{DirectMount: true, MaxWrite: 1 << 20, MaxReadAhead: 1 << 20, DisableSplice: true}
+	srv, err := gofs.Mount(mnt, root, &gofs.Options{MountOptions: mo, OnAdd: func(ctx context.Context) {
+		root.AddChild("file", root.NewPersistentInode(ctx, file, gofs.StableAttr{}), false)
+	}})
+	if err != nil {
+		os.Remove(mnt)
+		return Op{}, err
+	}
+	return hostPreads(env, prm, filepath.Join(mnt, "file"), unix.O_DIRECT, func() error {
+		err := srv.Unmount()
+		os.Remove(mnt)
 		return err
 	})
 }
