@@ -40,27 +40,21 @@ func searchable(t *testing.T, dir string) {
 	}
 }
 
-func TestACLKernel(t *testing.T) {
-	testenv.RequireRoot(t, "kernel loop mounts, and callers run as other users")
-	cases := 150
-	if testenv.Long() {
-		cases = 1500
-	}
-	img := aclImage(t)
-	kimg := filepath.Join(t.TempDir(), "k.img")
+// twinMounts mounts img read-write twice: by the kernel, on a loop device
+// over a copy (kmnt, unmounted at cleanup), and by iovfs at /mnt from a
+// RAM disk holding it (p). size is the image's size.
+func twinMounts(t *testing.T, img string) (p *vfs.Proc, kmnt string, size int) {
+	t.Helper()
 	b, err := os.ReadFile(img)
 	if err != nil {
 		t.Fatal(err)
 	}
+	kimg := filepath.Join(t.TempDir(), "k.img")
 	if err := os.WriteFile(kimg, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kmnt, _, err := hostLoopMount(t, kimg, false, 0, "")
+	kmnt, _, err = hostLoopMount(t, kimg, false, 0, "")
 	if err != nil {
-		t.Fatal(err)
-	}
-	searchable(t, kmnt)
-	if err := os.Mkdir(filepath.Join(kmnt, "acl"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	p, dev, done := newProc(t, img, viaRAM)
@@ -69,26 +63,48 @@ func TestACLKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, kmnt, len(b)
+}
+
+// writtenImage unmounts iovfs's /mnt of twinMounts, checks what it wrote
+// with e2fsck -fn and returns it as an image file.
+func writtenImage(t *testing.T, p *vfs.Proc, size int) string {
+	t.Helper()
+	if err := p.Unmount("/mnt", 0); err != nil {
+		t.Fatal(err)
+	}
+	b := ramBytes(t, p, size)
+	e2fsckN(t, b)
+	img := filepath.Join(t.TempDir(), "ours.img")
+	if err := os.WriteFile(img, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+func TestACLKernel(t *testing.T) {
+	testenv.RequireRoot(t, "kernel loop mounts, and callers run as other users")
+	cases := 150
+	if testenv.Long() {
+		cases = 1500
+	}
+	p, kmnt, size := twinMounts(t, aclImage(t))
+	searchable(t, kmnt)
+	if err := os.Mkdir(filepath.Join(kmnt, "acl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.Mkdir("/mnt/acl", 0o755); err != nil {
 		t.Fatal(err)
 	}
 	n := acldiff.Run(t, acldiff.Config{HostDir: filepath.Join(kmnt, "acl"), Dir: "/mnt/acl", Root: p, HelperTest: "TestACLHelper", Cases: cases, Seed: 47})
 	t.Logf("read-write: %d results compared (%d accesses allowed), %d nodes with an access ACL", n.Compared, n.Allowed, n.WithACL)
-	if err := p.Unmount("/mnt", 0); err != nil {
-		t.Fatal(err)
-	}
 	if t.Failed() {
 		return
 	}
 
 	// The image iovfs wrote: clean, and the kernel reads the ACLs iovfs
 	// stored.
-	ours := ramBytes(t, p, len(b))
-	e2fsckN(t, ours)
-	oimg := filepath.Join(t.TempDir(), "ours.img")
-	if err := os.WriteFile(oimg, ours, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	oimg := writtenImage(t, p, size)
 	omnt := kernelMount(t, oimg)
 	searchable(t, omnt)
 	compared := 0

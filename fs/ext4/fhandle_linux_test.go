@@ -153,23 +153,7 @@ func u32(v uint32) *uint32 { return &v }
 
 func TestFileHandleKernel(t *testing.T) {
 	testenv.RequireRoot(t, "kernel loop mounts and open_by_handle_at")
-	img := mkImage(t, 8192, populate, "-t", "ext4")
-	kimg := filepath.Join(t.TempDir(), "k.img")
-	b, err := os.ReadFile(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(kimg, b, 0o600)
-	kmnt, _, err := hostLoopMount(t, kimg, false, 0, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, dev, done := newProc(t, img, viaRAM)
-	err = p.Mount(dev, "/mnt", "ext4", 0, "")
-	done()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, kmnt, size := twinMounts(t, mkImage(t, 8192, populate, "-t", "ext4")) // acl_linux_test.go
 	ks, os2 := kernelHandles(t, kmnt), ourHandles(t, p, "/mnt")
 	sides := []handleSide{ks, os2}
 	compared := 0
@@ -307,18 +291,10 @@ func TestFileHandleKernel(t *testing.T) {
 	}
 	ks.done()
 	os2.done()
-	if err := p.Unmount("/mnt", 0); err != nil {
-		t.Fatal(err)
-	}
 	if t.Failed() {
 		return
 	}
-	img2 := ramBytes(t, p, len(b))
-	e2fsckN(t, img2)
-	oimg := filepath.Join(t.TempDir(), "ours.img")
-	if err := os.WriteFile(oimg, img2, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	oimg := writtenImage(t, p, size)
 	omnt := kernelMount(t, oimg)
 	for _, name := range []string{".", "tiny.txt", "a", "n1", "d1", "d1/in", "again", "fastlink"} {
 		h, _, err := unix.NameToHandleAt(unix.AT_FDCWD, filepath.Join(omnt, name), 0)
@@ -389,13 +365,15 @@ func TestFileHandleRace(t *testing.T) {
 					t.Error(err)
 					return
 				}
+				// One open before the unlink, which must find the file,
+				// and two beside it.
 				var rw sync.WaitGroup
-				for range 2 {
+				for i := range 3 {
 					rw.Add(1)
-					go func() {
+					open := func() {
 						defer rw.Done()
 						fd, err := p.OpenByHandleAt(root, h, unix.O_RDONLY)
-						if err == unix.ESTALE {
+						if err == unix.ESTALE && i > 0 {
 							stale.Add(1)
 							return
 						}
@@ -410,7 +388,12 @@ func TestFileHandleRace(t *testing.T) {
 							t.Errorf("handle of %q opened %q", content, buf[:n])
 						}
 						opened.Add(1)
-					}()
+					}
+					if i == 0 {
+						open()
+					} else {
+						go open()
+					}
 				}
 				if err := p.Unlink(name); err != nil {
 					t.Error(err)

@@ -36,27 +36,9 @@ func TestFileAttrKernel(t *testing.T) {
 	if testenv.Long() {
 		cases = 1500
 	}
-	img := aclImage(t) // acl_linux_test.go
-	kimg := filepath.Join(t.TempDir(), "k.img")
-	b, err := os.ReadFile(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(kimg, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kmnt, _, err := hostLoopMount(t, kimg, false, 0, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, kmnt, size := twinMounts(t, aclImage(t)) // acl_linux_test.go
 	searchable(t, kmnt)
 	if err := os.Mkdir(filepath.Join(kmnt, "fa"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p, dev, done := newProc(t, img, viaRAM)
-	err = p.Mount(dev, "/mnt", "ext4", 0, "")
-	done()
-	if err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Mkdir("/mnt/fa", 0o755); err != nil {
@@ -102,21 +84,13 @@ func TestFileAttrKernel(t *testing.T) {
 			}
 		}
 	}
-	if err := p.Unmount("/mnt", 0); err != nil {
-		t.Fatal(err)
-	}
 	if t.Failed() {
 		return
 	}
 
 	// The image iovfs wrote: clean, and lsattr on a kernel mount of it
 	// shows the kernel's own image's flags.
-	ours := ramBytes(t, p, len(b))
-	e2fsckN(t, ours)
-	oimg := filepath.Join(t.TempDir(), "ours.img")
-	if err := os.WriteFile(oimg, ours, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	oimg := writtenImage(t, p, size)
 	omnt := kernelMount(t, oimg)
 	lsattr := func(dir string) string {
 		cmd := exec.Command("lsattr", "-R", "-a", ".")
