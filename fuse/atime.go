@@ -27,12 +27,13 @@ import (
 type atimeWatch struct {
 	root   string // the exported directory, a mount's root in the namespace
 	strict atomic.Bool
-	// check is the mountinfo the opens poll, or -1; mu serialises the
-	// reads of mountinfo and the remounts they make. The descriptors are
-	// raw: an *os.File would be in the Go runtime's epoll set, whose
-	// wake-ups take the change that poll reports (mounts_poll reports
-	// each change once per open file).
-	check   int
+	// check is the mountinfo the opens poll, or -1 (atomic: set once the
+	// export already serves); mu serialises the reads of mountinfo and
+	// the remounts they make. The descriptors are raw: an *os.File would
+	// be in the Go runtime's epoll set, whose wake-ups take the change
+	// that poll reports (mounts_poll reports each change once per open
+	// file).
+	check   atomic.Int32
 	mu      sync.Mutex
 	stopW   int // the write end of the stop pipe, or -1
 	stopped sync.Once
@@ -142,7 +143,7 @@ func (s *Server) resync(fd int) bool {
 // checkAtime is the opens' check: if the mount table changed since the
 // last check, the host mount's flags are read again before the open.
 func (s *Server) checkAtime() {
-	fd := s.atime.check
+	fd := int(s.atime.check.Load())
 	if fd < 0 {
 		return
 	}
@@ -164,7 +165,7 @@ func (s *Server) watchAtime(root string) {
 		return
 	}
 	if c, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
-		s.atime.check = c
+		s.atime.check.Store(int32(c))
 	}
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
@@ -203,8 +204,8 @@ func (s *Server) stopAtime() {
 		if s.atime.stopW >= 0 {
 			unix.Close(s.atime.stopW)
 		}
-		if s.atime.check >= 0 {
-			unix.Close(s.atime.check)
+		if c := int(s.atime.check.Load()); c >= 0 {
+			unix.Close(c)
 		}
 	})
 }

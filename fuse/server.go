@@ -191,7 +191,7 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		base:     base,
 		mnt:      mountpoint,
 		hostMnt:  hostMnt,
-		atime:    atimeWatch{stopW: -1, check: -1},
+		atime:    atimeWatch{stopW: -1},
 		entryTTL: ttl(opts.EntryTimeout),
 		attrTTL:  ttl(opts.AttrTimeout),
 		devFiles: opts.DevicesAsFiles,
@@ -201,6 +201,7 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		handles:  map[uint64]*handle{},
 		nextFh:   1,
 	}
+	s.atime.check.Store(-1)
 	x, err := s.statFd(fd)
 	if err != nil {
 		base.Close(fd)
