@@ -9,6 +9,7 @@ package vfs
 
 import (
 	"encoding/binary"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -104,6 +105,41 @@ func decodeHandle(ex Exporter, h unix.FileHandle) (id FileID, anyGen, ok bool) {
 	return id, false, ok
 }
 
+// handleParent returns the directory that holds the file path names (not
+// a directory): the directory of path's last component, or, when a final
+// symlink is followed, of its target's, as the walk reached it (Linux's
+// dget_parent of the path's dentry).
+func (p *Proc) handleParent(dirfd int, path string, follow bool) (location, error) {
+	if err := checkPath(path); err != nil {
+		return location{}, err
+	}
+	start, err := p.dirStart(dirfd, path)
+	if err != nil {
+		return location{}, err
+	}
+	w := p.newWalker()
+	w.cred = p.cred.Load()
+	dir, name, _, err := w.parent(start, path)
+	for err == nil {
+		var next location
+		if next, _, err = w.stepKind(dir, name, false, true); err != nil {
+			break
+		}
+		rl, isLink := next.node.(Readlinker)
+		if !follow || !isLink {
+			return dir, nil
+		}
+		if w.links++; w.links > maxSymlinks {
+			return location{}, syscall.ELOOP
+		}
+		var target string
+		if target, err = rl.Readlink(); err == nil {
+			dir, name, _, err = w.parent(dir, target)
+		}
+	}
+	return location{}, err
+}
+
 // NameToHandleAt returns a handle for the file at path relative to dirfd,
 // and the id of its mount (statx's stx_mnt_id, or the unique one with
 // AT_HANDLE_MNT_ID_UNIQUE), as name_to_handle_at(2) does. flags may hold
@@ -111,8 +147,11 @@ func decodeHandle(ex Exporter, h unix.FileHandle) (id FileID, anyGen, ok bool) {
 // AT_EMPTY_PATH, AT_HANDLE_FID, AT_HANDLE_MNT_ID_UNIQUE and
 // AT_HANDLE_CONNECTABLE (not with AT_HANDLE_FID or AT_EMPTY_PATH);
 // others give EINVAL. A file system that cannot make handles gives
-// EOPNOTSUPP, and so does AT_HANDLE_CONNECTABLE, as on Linux's tmpfs:
-// handles hold no parent.
+// EOPNOTSUPP, and so does AT_HANDLE_CONNECTABLE on one whose handles
+// cannot name a parent (a ParentEncoder), as on Linux's tmpfs. A
+// connectable handle's type has FILEID_IS_CONNECTABLE, and
+// FILEID_IS_DIR for a directory; a non-directory's also names the
+// directory that holds it.
 func (p *Proc) NameToHandleAt(dirfd int, path string, flags int) (unix.FileHandle, int, error) {
 	if flags&^(unix.AT_SYMLINK_FOLLOW|unix.AT_EMPTY_PATH|AT_HANDLE_FID|AT_HANDLE_MNT_ID_UNIQUE|AT_HANDLE_CONNECTABLE) != 0 ||
 		flags&AT_HANDLE_CONNECTABLE != 0 && flags&(AT_HANDLE_FID|unix.AT_EMPTY_PATH) != 0 {
@@ -128,9 +167,10 @@ func (p *Proc) NameToHandleAt(dirfd int, path string, flags int) (unix.FileHandl
 		return unix.FileHandle{}, 0, pathErr("name_to_handle_at", path, err)
 	}
 	ex, ok := loc.mnt.fs.(Exporter)
-	if !ok || flags&AT_HANDLE_CONNECTABLE != 0 {
-		// exportfs_can_encode_fh: a connectable handle needs fh_to_parent,
-		// which no Exporter has (nor Linux's tmpfs).
+	pe, canParent := ex.(ParentEncoder)
+	if !ok || flags&AT_HANDLE_CONNECTABLE != 0 && !canParent {
+		// exportfs_can_encode_fh: a connectable handle needs fh_to_parent
+		// (Linux's tmpfs has none).
 		return unix.FileHandle{}, 0, pathErr("name_to_handle_at", path, errEOPNOTSUP)
 	}
 	id, err := ex.EncodeFH(loc.node)
@@ -138,6 +178,26 @@ func (p *Proc) NameToHandleAt(dirfd int, path string, flags int) (unix.FileHandl
 		return unix.FileHandle{}, 0, pathErr("name_to_handle_at", path, err)
 	}
 	h := handleOf(ex, id)
+	if flags&AT_HANDLE_CONNECTABLE != 0 {
+		// A directory's handle names it alone; another file's names its
+		// parent too (exportfs_encode_fh with dget_parent). The type says
+		// which (FILEID_IS_CONNECTABLE, FILEID_IS_DIR).
+		typ := int32(FILEID_IS_CONNECTABLE)
+		if isDir(loc.node) {
+			typ |= FILEID_IS_DIR
+		} else {
+			dir, err := p.handleParent(dirfd, path, flags&unix.AT_SYMLINK_FOLLOW != 0)
+			if err != nil {
+				return unix.FileHandle{}, 0, pathErr("name_to_handle_at", path, err)
+			}
+			pid, err := ex.EncodeFH(dir.node)
+			if dir.mnt.fs != loc.mnt.fs || err != nil {
+				return unix.FileHandle{}, 0, pathErr("name_to_handle_at", path, errEOPNOTSUP)
+			}
+			h = pe.EncodeHandleParent(id, pid)
+		}
+		h = unix.NewFileHandle(h.Type()|typ, h.Bytes())
+	}
 	mid := int(loc.mnt.id)
 	if flags&AT_HANDLE_MNT_ID_UNIQUE != 0 {
 		mid += 1 << 31 // as statx's STATX_MNT_ID_UNIQUE

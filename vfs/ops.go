@@ -721,3 +721,13 @@ type HandleCoder interface {
 	EncodeHandle(id FileID) unix.FileHandle
 	DecodeHandle(h unix.FileHandle) (id FileID, anyGen, ok bool)
 }
+
+// ParentEncoder is an Exporter whose handles can also name the directory
+// that holds a file (Linux's encode_fh with a parent, for a file system
+// with fh_to_parent), as name_to_handle_at's AT_HANDLE_CONNECTABLE asks:
+// EncodeHandleParent returns the handle of id with parent's; the VFS adds
+// the FILEID_IS_CONNECTABLE flag to its type. Its DecodeHandle decodes the
+// file from such a handle.
+type ParentEncoder interface {
+	EncodeHandleParent(id, parent FileID) unix.FileHandle
+}

@@ -44,11 +44,12 @@ var (
 	_ vfs.XattrSetter = (*fileNode)(nil)
 	_ vfs.Xattrer     = (*fileNode)(nil)
 
-	_ vfs.Exporter    = (*FS)(nil)
-	_ vfs.FileSystem  = (*FS)(nil)
-	_ vfs.HandleCoder = (*FS)(nil)
-	_ vfs.Shutdowner  = (*FS)(nil)
-	_ vfs.Statfser    = (*FS)(nil)
+	_ vfs.Exporter      = (*FS)(nil)
+	_ vfs.FileSystem    = (*FS)(nil)
+	_ vfs.HandleCoder   = (*FS)(nil)
+	_ vfs.ParentEncoder = (*FS)(nil)
+	_ vfs.Shutdowner    = (*FS)(nil)
+	_ vfs.Statfser      = (*FS)(nil)
 
 	_ vfs.Appender     = (*handle)(nil)
 	_ vfs.DataSyncer   = (*handle)(nil)

@@ -184,12 +184,17 @@ func TestFileHandleKernel(t *testing.T) {
 	names := []string{".", "tiny.txt", "a", "a/b/c/deep.txt", "big", "many/f007", "fifo", "fastlink", "slowlink", "dirlink", "lost+found", "nosuch"}
 	byName := map[string][2]unix.FileHandle{}
 	for _, name := range names {
-		for _, fl := range []int{0, unix.AT_SYMLINK_FOLLOW} {
+		for _, fl := range []int{0, unix.AT_SYMLINK_FOLLOW, vfs.AT_HANDLE_CONNECTABLE, vfs.AT_HANDLE_CONNECTABLE | unix.AT_SYMLINK_FOLLOW} {
 			kh, kerr := ks.nth(name, fl)
 			oh, oerr := os2.nth(name, fl)
 			cmp(fmt.Sprintf("name_to_handle_at %s %#x", name, fl), handleText(kh, kerr), handleText(oh, oerr))
 			if kerr == nil && oerr == nil && fl == 0 {
 				byName[name] = [2]unix.FileHandle{kh, oh}
+			}
+			if kerr == nil && oerr == nil && fl&vfs.AT_HANDLE_CONNECTABLE != 0 {
+				// The connectable handle opens its file.
+				cmp(fmt.Sprintf("open_by_handle_at %s connectable %#x", name, fl), open(ks, kh, unix.O_PATH), open(os2, oh, unix.O_PATH))
+				cmp(fmt.Sprintf("open_by_handle_at %s connectable %#x", name, fl), open(ks, kh, unix.O_RDONLY), open(os2, oh, unix.O_RDONLY))
 			}
 		}
 	}

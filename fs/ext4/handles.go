@@ -31,6 +31,18 @@ func (fs *FS) EncodeFH(n vfs.Node) (vfs.FileID, error) {
 // EncodeHandle implements vfs.HandleCoder.
 func (fs *FS) EncodeHandle(id vfs.FileID) unix.FileHandle { return vfs.Ino32GenHandle(id) }
 
+// EncodeHandleParent implements vfs.ParentEncoder (export_encode_fh with
+// a parent): FILEID_INO32_GEN_PARENT, four words, the file's inode number
+// and generation, then its directory's.
+func (fs *FS) EncodeHandleParent(id, parent vfs.FileID) unix.FileHandle {
+	b := make([]byte, 16)
+	binary.LittleEndian.PutUint32(b, uint32(id.Ino))
+	binary.LittleEndian.PutUint32(b[4:], id.Gen)
+	binary.LittleEndian.PutUint32(b[8:], uint32(parent.Ino))
+	binary.LittleEndian.PutUint32(b[12:], parent.Gen)
+	return unix.NewFileHandle(fileIDIno32GenParent, b)
+}
+
 // DecodeHandle implements vfs.HandleCoder (generic_fh_to_dentry): a
 // FILEID_INO32_GEN or FILEID_INO32_GEN_PARENT handle of at least two
 // words.
