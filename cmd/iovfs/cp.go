@@ -183,7 +183,10 @@ type copier struct {
 
 	jobs chan cpJob
 	wg   sync.WaitGroup
-	dirs []cpDir
+	// inline is the buffer of a copy that runs its file copies in the
+	// walk itself (submit), without workers; nil when workers do.
+	inline []byte
+	dirs   []cpDir
 }
 
 type cpJob struct {
@@ -237,6 +240,15 @@ func (c *copier) endpointOf(op string, follow bool) (endpoint, error) {
 		return endpoint{}, err
 	}
 	return endpoint{s: nsSide{c.p}, path: np, display: op, img: true}, nil
+}
+
+// submit has j copied: by a worker, or here when the copy runs inline.
+func (c *copier) submit(j cpJob) {
+	if c.inline != nil {
+		c.copyFile(j, c.inline)
+		return
+	}
+	c.jobs <- j
 }
 
 func (c *copier) run(operands []string) int {
@@ -293,9 +305,11 @@ func (c *copier) run(operands []string) int {
 	c.jobs = make(chan cpJob, 256)
 	workers := max(1, runtime.NumCPU())
 	if im := c.images[destSpec]; im != nil && im.FSType == "vfat" {
-		// A FAT volume serialises its writers on one lock: more
-		// workers only wait for it.
-		workers = 1
+		// A FAT volume serialises its writers on one lock: workers
+		// only wait for it, and handing each file to one costs a
+		// wake-up of another thread. The walk copies them itself.
+		workers = 0
+		c.inline = make([]byte, 1<<20)
 	}
 	for range workers {
 		c.wg.Go(func() {
@@ -419,7 +433,7 @@ func (c *copier) copy(src, dst endpoint, st vfs.Stat, sidx int, top bool) {
 				// A regular file into a directory made by this copy:
 				// the worker stats what it opens (a lookup in a large
 				// directory is the walk's main cost).
-				c.jobs <- cpJob{src: s, dst: d, sidx: sidx, statLater: true}
+				c.submit(cpJob{src: s, dst: d, sidx: sidx, statLater: true})
 				continue
 			}
 			est, err := s.s.lstat(s.path)
@@ -437,7 +451,7 @@ func (c *copier) copy(src, dst endpoint, st vfs.Stat, sidx int, top bool) {
 		if exists && c.o.noClobber {
 			return
 		}
-		c.jobs <- cpJob{src: src, dst: dst, st: st, sidx: sidx, existedDst: exists}
+		c.submit(cpJob{src: src, dst: dst, st: st, sidx: sidx, existedDst: exists})
 	case unix.S_IFLNK:
 		if exists && c.o.noClobber {
 			return
