@@ -31,6 +31,7 @@ import (
 
 	"github.com/iovfs/iovfs/block"
 	"github.com/iovfs/iovfs/fs/vfat/fat"
+	"github.com/iovfs/iovfs/iov"
 	"github.com/iovfs/iovfs/vfs"
 )
 
@@ -291,6 +292,26 @@ func (d *backingDevice) WriteAt(p []byte, off int64) (int, error) {
 			return done, syscall.EIO
 		}
 		done += n
+	}
+	return done, nil
+}
+
+// WriteVecAt implements fat.VecWriter: one vectored write of the
+// device (one pwritev of the image file behind a loop device).
+func (d *backingDevice) WriteVecAt(bufs [][]byte, off int64) (int, error) {
+	it := iov.Vec(bufs)
+	total := it.Len()
+	if off+int64(total) > d.size {
+		return 0, syscall.EIO
+	}
+	done := 0
+	for it.Len() > 0 {
+		n, err := d.b.WriteIter(it, off+int64(done))
+		if err != nil || n <= 0 {
+			return done, syscall.EIO
+		}
+		done += n
+		it.Advance(n)
 	}
 	return done, nil
 }

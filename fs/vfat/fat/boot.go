@@ -30,6 +30,13 @@ type Device interface {
 	Flush() error
 }
 
+// VecWriter is a Device that writes several buffers, one after the
+// other from off, in one request. A volume uses it, where the device has
+// it, for file data followed by the zeros that end its last sector.
+type VecWriter interface {
+	WriteVecAt(bufs [][]byte, off int64) (int, error)
+}
+
 // ErrNotFAT is returned by Open for a device without a FAT boot sector.
 var ErrNotFAT = errors.New("fat: not a FAT file system")
 

@@ -209,16 +209,25 @@ func (v *Volume) writeData(p []byte, dev int64, past bool) error {
 	end := dev + int64(len(p))
 	if part := end % bps; past && part != 0 && int64(len(p)) >= part {
 		body := len(p) - int(part)
-		if body > 0 {
-			if _, err := v.dev.WriteAt(p[:body], dev); err != nil {
-				return syscall.EIO
-			}
-		}
 		if v.sector == nil {
 			v.sector = make([]byte, bps)
 		}
 		n := copy(v.sector, p[body:])
 		clear(v.sector[n:])
+		if vw, ok := v.dev.(VecWriter); ok && body > 0 {
+			v.vec = [2][]byte{p[:body], v.sector}
+			_, err := vw.WriteVecAt(v.vec[:], dev)
+			v.vec = [2][]byte{}
+			if err != nil {
+				return syscall.EIO
+			}
+			return nil
+		}
+		if body > 0 {
+			if _, err := v.dev.WriteAt(p[:body], dev); err != nil {
+				return syscall.EIO
+			}
+		}
 		if _, err := v.dev.WriteAt(v.sector, end-part); err != nil {
 			return syscall.EIO
 		}

@@ -29,8 +29,10 @@ type Volume struct {
 	wb      *time.Timer
 	wbArmed bool
 	wbDelay time.Duration
-	// sector is scratch for the last sector of a write (writeAt).
+	// sector is scratch for the last sector of a write (writeAt), vec
+	// the vector of a write of data and that sector.
 	sector []byte
+	vec    [2][]byte
 }
 
 // nodeKey names a directory entry: the first cluster of its directory
