@@ -29,7 +29,8 @@ type atimeSide struct {
 // initial atime mount flag and then after a chain of remounts
 // (MS_REMOUNT|MS_BIND) changing them, with atimes older than mtime (which
 // relatime moves) and newer than mtime and ctime (which only strictatime
-// moves), with and without O_NOATIME, and on a read-only bind mount.
+// moves), with and without O_NOATIME, and on a read-only bind mount; and
+// whether readlink and a walk through a symlink move the symlink's.
 func TestAtimeMountKernel(t *testing.T) {
 	testenv.RequireRoot(t, "mounting kernel tmpfs")
 	kdir := t.TempDir()
@@ -53,16 +54,29 @@ func TestAtimeMountKernel(t *testing.T) {
 			if err := os.WriteFile(kdir+"/d/e", nil, 0o644); err != nil {
 				return err
 			}
+			if err := os.Symlink("f", kdir+"/l"); err != nil {
+				return err
+			}
 			if err := unix.Mount(kdir, kbind, "", unix.MS_BIND, ""); err != nil {
 				return err
 			}
 			return unix.Mount("", kbind, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, "")
 		},
-		utimes: func(name string, ts []unix.Timespec) error { return unix.UtimesNano(kdir+"/"+name, ts) },
+		utimes: func(name string, ts []unix.Timespec) error {
+			return unix.UtimesNanoAt(unix.AT_FDCWD, kdir+"/"+name, ts, unix.AT_SYMLINK_NOFOLLOW)
+		},
 		access: func(name string, fl int) error {
 			path := kdir + "/" + name
 			if name[0] == '@' {
 				path = kbind + "/" + name[1:]
+			}
+			if name[len(name)-1] == 'l' {
+				if fl != 0 {
+					var st unix.Stat_t
+					return unix.Stat(path, &st) // through the symlink
+				}
+				_, err := os.Readlink(path)
+				return err
 			}
 			fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|fl, 0)
 			if err != nil {
@@ -78,7 +92,7 @@ func TestAtimeMountKernel(t *testing.T) {
 		},
 		atime: func(name string) (unix.Timespec, error) {
 			var st unix.Stat_t
-			err := unix.Stat(kdir+"/"+name, &st)
+			err := unix.Lstat(kdir+"/"+name, &st)
 			return st.Atim, err
 		},
 	}
@@ -104,15 +118,26 @@ func TestAtimeMountKernel(t *testing.T) {
 				return err
 			}
 			p.Close(fd)
+			if err := p.Symlink("f", "/tmp/a/l"); err != nil {
+				return err
+			}
 			return p.Mount("/tmp/a", "/tmp/b", "", unix.MS_BIND|unix.MS_RDONLY, "")
 		},
 		utimes: func(name string, ts []unix.Timespec) error {
-			return p.Utimensat(unix.AT_FDCWD, "/tmp/a/"+name, ts, 0)
+			return p.Utimensat(unix.AT_FDCWD, "/tmp/a/"+name, ts, unix.AT_SYMLINK_NOFOLLOW)
 		},
 		access: func(name string, fl int) error {
 			path := "/tmp/a/" + name
 			if name[0] == '@' {
 				path = "/tmp/b/" + name[1:]
+			}
+			if name[len(name)-1] == 'l' {
+				if fl != 0 {
+					_, err := p.Stat(path) // through the symlink
+					return err
+				}
+				_, err := p.Readlink(path)
+				return err
 			}
 			fd, err := p.Open(path, unix.O_RDONLY|fl, 0)
 			if err != nil {
@@ -127,7 +152,7 @@ func TestAtimeMountKernel(t *testing.T) {
 			return err
 		},
 		atime: func(name string) (unix.Timespec, error) {
-			st, err := p.Stat("/tmp/a/" + name)
+			st, err := p.Lstat("/tmp/a/" + name)
 			return unix.NsecToTimespec(st.Atime.UnixNano()), err
 		},
 	}
@@ -149,7 +174,7 @@ func TestAtimeMountKernel(t *testing.T) {
 			{"atime after mtime and ctime", []unix.Timespec{{Sec: now + 100}, {Sec: now - 100}}},
 		}
 		for _, c := range cases {
-			for _, target := range []string{"f", "d", "@f", "@d"} {
+			for _, target := range []string{"f", "d", "l", "@f", "@d", "@l"} {
 				for _, fl := range []int{0, unix.O_NOATIME} {
 					var res [2]string
 					for i, sd := range sides {

@@ -86,6 +86,23 @@ type AtimeDirReader interface {
 	ReadDirAtime(off int64, mode AtimeMode, fn func(Dirent) bool) error
 }
 
+// AtimeReadlinker is a Readlinker that updates the symlink's access time
+// itself: readlink(2) and a walk through the symlink call ReadlinkAtime
+// with the mode of the mount it was found on (touch_atime in
+// do_readlinkat and pick_link), instead of Readlink.
+type AtimeReadlinker interface {
+	ReadlinkAtime(mode AtimeMode) (string, error)
+}
+
+// readlinkAccess reads the symlink rl found at loc, by loc's mount's
+// policy if rl keeps atime.
+func readlinkAccess(rl Readlinker, loc location) (string, error) {
+	if ar, ok := rl.(AtimeReadlinker); ok && loc.mnt != nil {
+		return ar.ReadlinkAtime(loc.mnt.atime.Mode(false))
+	}
+	return rl.Readlink()
+}
+
 // tellAtime gives h the policy of the mount m.
 func tellAtime(h Handle, m *mount) {
 	if a, ok := h.(AtimeHandle); ok {

@@ -132,8 +132,13 @@ func (p *Proc) handleParent(dirfd int, path string, follow bool) (location, erro
 		if w.links++; w.links > maxSymlinks {
 			return location{}, syscall.ELOOP
 		}
+		if w.cred != nil {
+			if err := w.cred.mayFollowLink(w.ns, dir, next); err != nil {
+				return location{}, err
+			}
+		}
 		var target string
-		if target, err = rl.Readlink(); err == nil {
+		if target, err = readlinkAccess(rl, next); err == nil {
 			dir, name, _, err = w.parent(dir, target)
 		}
 	}

@@ -183,7 +183,7 @@ func (p *Proc) readlinkAt(op string, dirfd int, path string) (string, error) {
 		}
 		return "", pathErr(op, path, errEINVAL)
 	}
-	s, err := rl.Readlink()
+	s, err := readlinkAccess(rl, loc)
 	if err != nil {
 		return "", pathErr(op, path, err)
 	}

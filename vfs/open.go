@@ -196,7 +196,7 @@ func (p *Proc) openCreate(w *walker, dir location, name string, flags int, perm 
 				return location{}, false, nil, "", err
 			}
 		}
-		target, err := rl.Readlink()
+		target, err := readlinkAccess(rl, existing)
 		if err == nil {
 			err = checkPath(target)
 		}

@@ -364,7 +364,7 @@ func (w *walker) follow(dir, next location, trailing bool) (location, error) {
 			return location{}, err
 		}
 	}
-	target, err := rl.Readlink()
+	target, err := readlinkAccess(rl, next)
 	if err != nil {
 		return location{}, err
 	}

@@ -35,7 +35,13 @@ func (s *Symlink) Stat() (st vfs.Stat, err error) {
 // Readlink implements vfs.Readlinker; it updates atime as Linux's
 // readlink(2) does (touch_atime, relatime).
 func (s *Symlink) Readlink() (string, error) {
-	s.touchAtime()
+	return s.ReadlinkAtime(vfs.AtimeRelative)
+}
+
+// ReadlinkAtime implements vfs.AtimeReadlinker: Readlink, updating atime
+// by mode.
+func (s *Symlink) ReadlinkAtime(mode vfs.AtimeMode) (string, error) {
+	s.touchAtimeMode(mode)
 	return s.target, nil
 }
 
