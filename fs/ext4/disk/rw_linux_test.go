@@ -522,10 +522,10 @@ func sequenceCounts(seqs, ops, shortSeqs, shortOps int) (int, int) {
 // um) of dir/k.img, and the Writer's, on an in-memory device.
 func kernelTwin(t *testing.T, dir string, orig []byte, opts string) (kimg, mnt string, um func(), dev memWDev, w *Writer) {
 	t.Helper()
-	kimg = filepath.Join(dir, "k.img")
-	if err := os.WriteFile(kimg, orig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// A new file each time: a loop device of an earlier twin that is
+	// still being torn down may be reused by mount(8) for the same path,
+	// with its cache of the file's earlier contents.
+	kimg = uniqueImage(t, dir, "k", orig)
 	mnt, um = kmount(t, kimg, opts)
 	dev = memWDev(bytes.Clone(orig))
 	w, err := OpenWriter(dev, Options{})
@@ -539,12 +539,32 @@ func kernelTwin(t *testing.T, dir string, orig []byte, opts string) (kimg, mnt s
 // e2fsck -fn and returns its path.
 func checkedImage(t *testing.T, dir string, dev memWDev) string {
 	t.Helper()
-	wimg := filepath.Join(dir, "w.img")
-	if err := os.WriteFile(wimg, dev, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	wimg := uniqueImage(t, dir, "w", dev)
 	e2fsckClean(t, wimg)
 	return wimg
+}
+
+// uniqueImage writes b to a new file in dir named after prefix and
+// returns its path; the earlier ones of that prefix, unmounted by now,
+// are removed.
+func uniqueImage(t *testing.T, dir, prefix string, b []byte) string {
+	t.Helper()
+	old, _ := filepath.Glob(filepath.Join(dir, prefix+"-*.img"))
+	for _, o := range old {
+		os.Remove(o)
+	}
+	f, err := os.CreateTemp(dir, prefix+"-*.img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.Name()
 }
 
 func rwSequenceCounts() (seqs, ops int) { return sequenceCounts(12, 300, 3, 150) }
