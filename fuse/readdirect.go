@@ -9,8 +9,8 @@ import (
 )
 
 // readViews answers a READ of len(buf) bytes at off with views of the
-// file's own memory where its driver offers them (vfs.Proc.ReadDirect: a
-// tmpfs file's pages, an ext4 dax file's device memory): go-fuse then
+// file's own memory where its driver offers them (vfs.Proc.ReadDirect: an
+// ext4 dax file's device memory): go-fuse then
 // writes the reply to /dev/fuse straight from them with one writev, and
 // the kernel's copy into the reader's pages is the only one, where Pread
 // into buf and the write from it make two. The views are gathered in
@@ -56,9 +56,8 @@ func (r *rawFS) readViews(rr *readResult, buf []byte, off int64) bool {
 }
 
 // maxViews bounds the pieces of a READ reply: one writev of the reply
-// header, its READ header and the pieces. A tmpfs file written in large
-// pieces lies in runs of many pages, an ext4 file in extents, so a 1 MiB
-// READ usually takes a handful.
+// header, its READ header and the pieces. An ext4 file lies in extents,
+// so a 1 MiB READ usually takes one or a handful.
 const maxViews = 64
 
 // readResult is a READ reply: views of the file's memory (readViews) or

@@ -8,12 +8,8 @@ import (
 
 // ReadDirect returns a view of the bytes [off, off+len(b)) of the file
 // open as fd, in the memory that holds them, instead of copying them as
-// Pread does: device memory of a DirectReader (see it for what the view
-// is, how long it stays valid and when it is shorter than n), or the
-// pages of a SpliceReader (a tmpfs file), memory the garbage collector
-// keeps while the view is referenced, shorter than n where the pages
-// stop being contiguous. Either way the caller must not write into the
-// view, and later writes to the file may show through it. It checks fd as Pread does (EBADF
+// Pread does; see DirectReader for what the view is, how long it stays
+// valid and when it is shorter than n. It checks fd as Pread does (EBADF
 // for a descriptor not open for reading, ESPIPE for a stream, EINVAL for
 // a negative off or n; n is clamped to
 // 0x7ffff000 as a read's count is) and returns EOPNOTSUPP when the file's driver
@@ -32,19 +28,14 @@ func (p *Proc) ReadDirect(fd int, off int64, n int) ([]byte, error) {
 	if err := verifyArea(off, n); err != nil {
 		return nil, err
 	}
-	switch d := f.h.(type) {
-	case DirectReader:
-		if n == 0 {
-			return nil, nil
-		}
-		return d.ReadDirect(off, n)
-	case SpliceReader:
-		if n == 0 {
-			return nil, nil
-		}
-		return d.SplicePage(off, n)
+	dr, ok := f.h.(DirectReader)
+	if !ok {
+		return nil, errEOPNOTSUPP
 	}
-	return nil, errEOPNOTSUPP
+	if n == 0 {
+		return nil, nil
+	}
+	return dr.ReadDirect(off, n)
 }
 
 var errEOPNOTSUPP error = syscall.EOPNOTSUPP
