@@ -61,7 +61,11 @@ echo not reached`)
 // operands waits for all, wait -n for the next, jobs lists them, kill
 // stops one (128+15), and a job outlives the script that started it.
 func TestProgramJobs(t *testing.T) {
-	sh, _, out, errb := progShell(t)
+	// The shell is interruptible: kill %1 stops "tool spin", a loop that
+	// makes no WASI call, only in an interruptible shell (otherwise the
+	// kill takes effect only if it comes before the program's start-up
+	// calls end, and wait %1 never returns).
+	sh, _, out, errb := progShell(t, Options{Interruptible: true})
 	o, e, st := runSh(t, sh, out, errb, `tool write /tmp/j1 done & p=$!; wait $p; echo "waited $? $(cat /tmp/j1)"
 tool exit 3 & wait $!; echo $?
 tool exit 4 & tool exit 5 & wait; echo all $?
