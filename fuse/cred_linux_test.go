@@ -51,6 +51,11 @@ func credSetup(t *testing.T, root string) {
 	file("kp-write", 0o6777, 0, 0)
 	file("kp-trunc", 0o6777, 0, 0)
 	file("kp-ftrunc", 0o6757, 0, 2000)
+	// The owner's own writes clear the bits too, through the page cache
+	// and with O_DIRECT (a FUSE WRITE the kernel sends with
+	// WRITE_KILL_SUIDGID and then keeps the mode it had cached).
+	file("kp-own", 0o6777, 1000, 1000)
+	file("kp-own-direct", 0o6777, 1000, 1000)
 }
 
 func modeBits(m uint32) os.FileMode {
@@ -165,6 +170,36 @@ func credSteps(root string) []int {
 		e(err)
 	}
 	stat("kp-ftrunc")
+	// The mode as statx gives it from the kernel's cache, right after
+	// each write.
+	statxMode := func(name string) {
+		var sx unix.Statx_t
+		e(unix.Statx(unix.AT_FDCWD, p(name), 0, unix.STATX_MODE, &sx))
+		out = append(out, int(sx.Mode))
+	}
+	write := func(name string, flags int) {
+		fd, err := unix.Open(p(name), unix.O_WRONLY|flags, 0)
+		if err != nil {
+			e(err)
+			return
+		}
+		defer unix.Close(fd)
+		statxMode(name) // the mode is in the kernel's cache
+		// One aligned page: what O_DIRECT asks of the buffer.
+		buf, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+		if err != nil {
+			e(err)
+			return
+		}
+		defer unix.Munmap(buf)
+		n, err := unix.Pwrite(fd, buf, 0)
+		e(err)
+		out = append(out, n)
+	}
+	write("kp-own", 0)
+	statxMode("kp-own")
+	write("kp-own-direct", unix.O_DIRECT)
+	statxMode("kp-own-direct")
 	return out
 }
 

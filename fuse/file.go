@@ -203,7 +203,8 @@ func (r *rawFS) Write(cancel <-chan struct{}, in *gofuse.WriteIn, data []byte) (
 	}
 	defer r.s.putHandle(h)
 	p := r.s.base
-	if in.WriteFlags&gofuse.WRITE_KILL_SUIDGID != 0 && r.s.setID(h.fd) {
+	kill := in.WriteFlags&gofuse.WRITE_KILL_SUIDGID != 0 && r.s.setID(h.fd)
+	if kill {
 		// A writer without CAP_FSETID: write as the writer, so that
 		// vfs clears the set-ID bits as Linux's file_remove_privs does
 		// for it (the set-group-ID bit too when the file is
@@ -216,6 +217,13 @@ func (r *rawFS) Write(cancel <-chan struct{}, in *gofuse.WriteIn, data []byte) (
 	n, err := p.Pwrite(h.fd, data, int64(in.Offset))
 	if err == syscall.ESPIPE {
 		n, err = p.Write(h.fd, data)
+	}
+	if kill && !r.s.setID(h.fd) {
+		// After a WRITE the kernel forgets only the size and times it
+		// has cached: tell it the mode changed too, or stat shows the
+		// bits the write cleared (a negative offset leaves the page
+		// cache alone).
+		r.s.srv.InodeNotify(in.NodeId, -1, 0)
 	}
 	if err != nil {
 		return 0, st(err)
