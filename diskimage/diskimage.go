@@ -29,6 +29,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -372,8 +373,33 @@ func splitLast(path string) (string, string) {
 // Lock takes an OFD lock on the whole of f: exclusive for a writer,
 // shared for a reader. A conflict gives an error naming the image and,
 // when it can be found, the process that holds the lock.
+//
+// A holder that is closing the image (an iovfs process past MarkClosing,
+// as "iovfs mount" is once the kernel has unmounted it) is waited for,
+// up to ClosingWait, since umount(8) returns before the mount's server
+// has written the image back and let go of it; so is a holder that no
+// process shows (one exiting), up to UnseenWait.
 func Lock(f *os.File, write bool, name string) error {
 	return LockRange(f, write, name, 0, 0)
+}
+
+// How long Lock waits for a holder closing the image, and for one that
+// no process shows.
+const (
+	ClosingWait = time.Minute
+	UnseenWait  = 2 * time.Second
+)
+
+// closingComm is the name MarkClosing gives the process (at most 15
+// bytes, the kernel's TASK_COMM_LEN).
+const closingComm = "iovfs-closing"
+
+// MarkClosing tells other iovfs processes that this one is closing the
+// images it holds and will let go of them without anyone's help: their
+// Lock waits for it (up to ClosingWait) instead of refusing at once. It
+// renames the process (its main thread's comm, as ps shows it).
+func MarkClosing() error {
+	return os.WriteFile("/proc/self/comm", []byte(closingComm), 0)
 }
 
 // LockRange is Lock on the bytes [start, start+length) of f (length 0:
@@ -383,12 +409,33 @@ func LockRange(f *os.File, write bool, name string, start, length int64) error {
 	if write {
 		lk.Type = unix.F_WRLCK
 	}
-	err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) {
-		return fmt.Errorf("%s: cannot lock the image: %w", name, err)
+	var hs []holder
+	var deadline time.Time
+	for {
+		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) {
+			return fmt.Errorf("%s: cannot lock the image: %w", name, err)
+		}
+		hs = holders(f)
+		wait := ClosingWait
+		for _, h := range hs {
+			if !h.closing {
+				wait = 0
+			}
+		}
+		if len(hs) == 0 {
+			wait = UnseenWait
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(wait)
+		}
+		if wait == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	what := "in use by a writer"
 	if write {
@@ -399,8 +446,12 @@ func LockRange(f *os.File, write bool, name string, start, length int64) error {
 		}
 	}
 	msg := fmt.Sprintf("%s: %s; refusing to open it %s", name, what, map[bool]string{true: "for writing", false: "while it is written"}[write])
-	if h := holders(f); h != "" {
-		msg += " (held by " + h + ")"
+	if len(hs) > 0 {
+		var who []string
+		for _, h := range hs {
+			who = append(who, h.who)
+		}
+		msg += " (held by " + strings.Join(who, "; ") + ")"
 	}
 	return &LockError{Msg: msg}
 }
@@ -413,18 +464,24 @@ func (e *LockError) Error() string { return e.Msg }
 // Unwrap makes errors.Is(err, syscall.EBUSY) hold.
 func (e *LockError) Unwrap() error { return syscall.EBUSY }
 
-// holders names the processes holding OFD locks on f's file, from
+// A holder is a process holding an OFD lock on an image.
+type holder struct {
+	who     string // "pid N: its command line", or "pid N, this process"
+	closing bool   // past MarkClosing
+}
+
+// holders lists the processes holding OFD locks on f's file, from
 // /proc/*/fdinfo (an OFD lock's owner is an open file, whose fdinfo lists
 // its locks).
-func holders(f *os.File) string {
+func holders(f *os.File) []holder {
 	var st unix.Stat_t
 	if unix.Fstat(int(f.Fd()), &st) != nil {
-		return ""
+		return nil
 	}
 	key := fmt.Sprintf("%02x:%02x:%d ", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
 	procs, _ := filepath.Glob("/proc/[0-9]*/fdinfo/*")
 	seen := map[string]bool{}
-	var out []string
+	var out []holder
 	for _, fi := range procs {
 		b, err := os.ReadFile(fi)
 		if err != nil || !bytes.Contains(b, []byte("OFDLCK")) || !bytes.Contains(b, []byte(key)) {
@@ -435,15 +492,19 @@ func holders(f *os.File) string {
 			continue
 		}
 		seen[pid] = true
-		who := "pid " + pid
+		h := holder{who: "pid " + pid}
 		if pid == strconv.Itoa(os.Getpid()) {
-			who += ", this process"
+			h.who += ", this process"
 		} else if c, err := os.ReadFile("/proc/" + pid + "/cmdline"); err == nil && len(c) > 0 {
-			who += ": " + strings.TrimSpace(strings.ReplaceAll(string(c), "\x00", " "))
+			h.who += ": " + strings.TrimSpace(strings.ReplaceAll(string(c), "\x00", " "))
 		}
-		out = append(out, who)
+		if c, err := os.ReadFile("/proc/" + pid + "/comm"); err == nil && strings.TrimSpace(string(c)) == closingComm {
+			h.closing = true
+			h.who += " (closing it)"
+		}
+		out = append(out, h)
 	}
-	return strings.Join(out, "; ")
+	return out
 }
 
 // findPart returns partition spec.Part of the image in f.

@@ -170,6 +170,10 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	case <-done:
 		how = "was unmounted"
 	}
+	// umount(8) has returned: a mount of the same image may come at
+	// once, and waits for this process to let go of the image instead of
+	// refusing it as in use.
+	diskimage.MarkClosing()
 	// The export closes everything it holds (open files whose RELEASE
 	// never came, lock owners, the nodes' descriptors) before it returns,
 	// so the file system below is free to go.
