@@ -164,6 +164,9 @@ type Writer struct {
 	dx     *dxScratch       // htree insertion buffers (rwhtree.go)
 	held   map[uint32]int   // open counts (Hold)
 	orphan map[uint32]bool  // unlinked while held: freed at the last Unhold
+	// orphanPrev holds, for each inode on the on-disk orphan list, the
+	// one before it (0: ino is the head, s_last_orphan) (rworphan.go).
+	orphanPrev map[uint32]uint32
 	// linkable are the orphans made unnamed by TmpfileAs that LinkAs may
 	// still name (rwtmpfile.go).
 	linkable map[uint32]bool

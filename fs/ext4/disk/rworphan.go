@@ -12,6 +12,13 @@ package disk
 // On a volume with orphan_file and a journal, orphans go to the orphan
 // file first (rworphanfile.go).
 //
+// The list is singly linked on disk; the Writer keeps its backward links
+// in memory (orphanPrev), so that taking any orphan off changes its
+// predecessor without a walk: the last closes of N open-unlinked files
+// cost O(N), in whatever order they come. The map is loaded from the
+// list at open (loadOrphanList) and kept by orphanAdd and orphanDel; the
+// list on disk is exactly the kernel's (newest first).
+//
 // Locking: everything here runs under the Writer's mu.
 
 import (
@@ -34,36 +41,74 @@ func (w *Writer) orphanAdd(ino uint32, raw []byte) error {
 	if ok, err := w.orphanFileAdd(ino); ok || err != nil {
 		return err
 	}
-	setNextOrphan(raw, le32(w.sb, sbLastOrphan))
+	head := le32(w.sb, sbLastOrphan)
+	setNextOrphan(raw, head)
 	binary.LittleEndian.PutUint32(w.sb[sbLastOrphan:], ino)
+	if w.orphanPrev == nil {
+		w.orphanPrev = map[uint32]uint32{}
+	}
+	w.orphanPrev[ino] = 0
+	if head != 0 {
+		w.orphanPrev[head] = ino
+	}
 	return nil
 }
 
 // orphanDel takes ino off the on-disk list (ext4_orphan_del): its
-// predecessor, or s_last_orphan, then names ino's successor, and ino's
-// i_dtime is cleared in raw (written by the caller). An inode not on the
-// list is left alone.
+// predecessor (found in orphanPrev), or s_last_orphan, then names ino's
+// successor, and ino's i_dtime is cleared in raw (written by the caller).
+// An inode not on the list is left alone.
 func (w *Writer) orphanDel(ino uint32, raw []byte) error {
 	if ok, err := w.orphanFileDel(ino); ok || err != nil {
 		return err
 	}
-	next := nextOrphan(raw)
-	setNextOrphan(raw, 0)
-	cur := le32(w.sb, sbLastOrphan)
-	if cur == ino {
-		binary.LittleEndian.PutUint32(w.sb[sbLastOrphan:], next)
+	prev, listed := w.orphanPrev[ino]
+	head := le32(w.sb, sbLastOrphan) == ino
+	if !listed && !head {
 		return nil
 	}
-	for n := uint32(0); cur != 0 && n < w.v.inodes; n++ {
-		praw, err := w.getInode(cur)
+	next := nextOrphan(raw)
+	setNextOrphan(raw, 0)
+	delete(w.orphanPrev, ino)
+	if head {
+		// The head leaves whatever the map says (a list that loops back
+		// to it at open ends here, as the walk it replaces did).
+		binary.LittleEndian.PutUint32(w.sb[sbLastOrphan:], next)
+		prev = 0
+	} else {
+		praw, err := w.getInode(prev)
 		if err != nil {
 			return err
 		}
-		if nextOrphan(praw) == ino {
-			setNextOrphan(praw, next)
-			return w.putInode(cur, praw)
+		setNextOrphan(praw, next)
+		if err := w.putInode(prev, praw); err != nil {
+			return err
 		}
-		cur = nextOrphan(praw)
+	}
+	if _, ok := w.orphanPrev[next]; ok {
+		w.orphanPrev[next] = prev
+	}
+	return nil
+}
+
+// loadOrphanList fills orphanPrev from the on-disk list: from
+// s_last_orphan along the next-orphan links, stopping at an inode number
+// out of range or seen before (a damaged list loops).
+func (w *Writer) loadOrphanList() error {
+	w.orphanPrev = map[uint32]uint32{}
+	prev := uint32(0)
+	for ino := le32(w.sb, sbLastOrphan); ino != 0 && ino <= w.v.inodes; {
+		if _, seen := w.orphanPrev[ino]; seen {
+			break
+		}
+		w.orphanPrev[ino] = prev
+		w.orphan[ino] = true // readable with no links
+		raw, err := w.getInode(ino)
+		delete(w.orphan, ino)
+		if err != nil {
+			return err
+		}
+		prev, ino = ino, nextOrphan(raw)
 	}
 	return nil
 }
@@ -96,6 +141,9 @@ func (w *Writer) cleanupOrphans() error {
 		// The list is cleared, the orphan file left as it is.
 		binary.LittleEndian.PutUint32(w.sb[sbLastOrphan:], 0)
 		return nil
+	}
+	if err := w.loadOrphanList(); err != nil {
+		return err
 	}
 	freed, cut := 0, 0
 	for n := uint32(0); n < w.v.inodes; n++ {

@@ -37,6 +37,12 @@ type orphanFile struct {
 	phys []uint64 // the physical block of each of its blocks
 	blks [][]byte // their contents, as last written
 	free []int    // free slots of each block
+	// low: no block before it has a free slot; lowSlot[i]: no slot of
+	// block i before it is free. orphanFileAdd takes the first free slot
+	// of the first block with one, as a scan from the start would, in
+	// amortised constant time.
+	low     int
+	lowSlot []int
 	// slot is where each orphan recorded in the file sits: block
 	// index*perBlock + entry.
 	slot map[uint32]int
@@ -99,6 +105,7 @@ func (w *Writer) openOrphanFile() error {
 			}
 		}
 		of.phys, of.blks, of.free = append(of.phys, p), append(of.blks, b), append(of.free, free)
+		of.lowSlot = append(of.lowSlot, 0)
 	}
 	w.ofile = of
 	return nil
@@ -137,17 +144,20 @@ func (w *Writer) orphanFileAdd(ino uint32) (bool, error) {
 		return true, nil
 	}
 	per := w.orphanPerBlock()
-	for i, f := range of.free {
-		if f == 0 {
+	for ; of.low < len(of.free); of.low++ {
+		i := of.low
+		if of.free[i] == 0 {
 			continue
 		}
-		for j := 0; j < per; j++ {
+		for j := of.lowSlot[i]; j < per; j++ {
 			if le32(of.blks[i], 4*j) == 0 {
 				of.free[i]--
+				of.lowSlot[i] = j + 1
 				of.slot[ino] = i*per + j
 				return true, w.setSlot(i*per+j, ino)
 			}
 		}
+		of.free[i] = 0 // not reached: free counts the block's zero slots
 	}
 	return false, nil
 }
@@ -164,7 +174,11 @@ func (w *Writer) orphanFileDel(ino uint32) (bool, error) {
 		return false, nil
 	}
 	delete(of.slot, ino)
-	of.free[s/w.orphanPerBlock()]++
+	per := w.orphanPerBlock()
+	i := s / per
+	of.free[i]++
+	of.low = min(of.low, i)
+	of.lowSlot[i] = min(of.lowSlot[i], s%per)
 	return true, w.setSlot(s, 0)
 }
 
