@@ -54,16 +54,21 @@ func (c *credentials) proc(h *gofuse.InHeader) (*vfs.Proc, error) {
 // default ACL of the directory replaces it (posix_acl_create), which vfs
 // decides under the directory's lock. Each umask gets threads of its own
 // (a thread's umask is its own: no CLONE_FS).
+//
+// A request that comes without the caller's ids (anonymous: an export
+// that allows idmapped mounts) is served as root's: the kernel has made
+// every permission check for it.
 func (c *credentials) procUmask(h *gofuse.InHeader, umask uint32) (*vfs.Proc, error) {
 	umask &= 0o777
-	if (h.Uid == 0 || h.Pid == 0) && umask == 0 {
+	server := h.Uid == 0 || h.Pid == 0 || anonymous(h)
+	if server && umask == 0 {
 		return c.base, nil
 	}
 	k := credKey{uid: h.Uid, gid: h.Gid, groups: "server", umask: umask}
-	if h.Uid != 0 && h.Pid != 0 {
-		k.groups = groupsOf(h.Pid)
-	} else {
+	if server {
 		k.uid, k.gid = 0, 0
+	} else {
+		k.groups = groupsOf(h.Pid, h.Gid)
 	}
 	c.mu.Lock()
 	p := c.procs[k]
@@ -106,33 +111,97 @@ func (c *credentials) cache(k credKey, p *vfs.Proc) *vfs.Proc {
 	return p
 }
 
-// groupsOf returns the supplementary groups of host process pid, sorted,
-// as credKey.groups; "" if the process is gone.
-func groupsOf(pid uint32) string {
+// groupsOf returns the supplementary groups of host thread pid, sorted,
+// as credKey.groups; "" if the thread is gone. gid is the fs gid the
+// request came with: through an idmapped mount of an export that allows
+// them (Options.AllowIdmap), the kernel sends the caller's ids mapped
+// into the file system's, while /proc shows the host's; the groups are
+// shifted by the difference of the two fs gids, which maps them exactly
+// on a plain mount (no difference) and through an idmap of one range.
+func groupsOf(pid uint32, gid uint32) string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return ""
 	}
+	var ids []int64
+	shift := int64(0)
 	for _, line := range bytes.Split(b, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("Gid:")); ok {
+			// real, effective, saved, fs
+			if f := bytes.Fields(rest); len(f) == 4 {
+				if fsgid, err := strconv.ParseInt(string(f[3]), 10, 64); err == nil {
+					shift = fsgid - int64(gid)
+				}
+			}
+			continue
+		}
 		rest, ok := bytes.CutPrefix(line, []byte("Groups:"))
 		if !ok {
 			continue
 		}
-		var ids []int
 		for _, f := range bytes.Fields(rest) {
-			if g, err := strconv.Atoi(string(f)); err == nil {
+			if g, err := strconv.ParseInt(string(f), 10, 64); err == nil {
 				ids = append(ids, g)
 			}
 		}
-		slices.Sort(ids)
-		var out []byte
-		for i, g := range ids {
-			if i > 0 {
-				out = append(out, ' ')
-			}
-			out = strconv.AppendInt(out, int64(g), 10)
-		}
-		return string(out)
 	}
-	return ""
+	var out []byte
+	n := 0
+	for i := range ids {
+		if g := ids[i] - shift; g >= 0 && g < int64(noCaller) {
+			ids[n] = g
+			n++
+		}
+	}
+	ids = ids[:n]
+	slices.Sort(ids)
+	for i, g := range ids {
+		if i > 0 {
+			out = append(out, ' ')
+		}
+		out = strconv.AppendInt(out, g, 10)
+	}
+	return string(out)
+}
+
+// noCaller is what the kernel sends in place of the caller's uid and gid
+// (FUSE_INVALID_UIDGID) on a request that makes no file, when the export
+// allows idmapped mounts (Options.AllowIdmap).
+const noCaller = ^uint32(0)
+
+// anonymous reports whether h came without the caller's ids.
+func anonymous(h *gofuse.InHeader) bool { return h.Uid == noCaller || h.Gid == noCaller }
+
+// capFsetid is CAP_FSETID's bit in /proc/PID/status's CapEff.
+const capFsetid = 4
+
+// inGroupOrCapable reports whether host thread tid is in group gid (its
+// fs gid or a supplementary group) or has CAP_FSETID, as Linux's
+// in_group_or_capable decides whether a change keeps a set-group-ID
+// bit; false if the thread is gone.
+func inGroupOrCapable(tid uint32, gid uint32) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+	if err != nil {
+		return false
+	}
+	want := strconv.FormatUint(uint64(gid), 10)
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("Gid:")); ok {
+			// real, effective, saved, fs
+			if f := bytes.Fields(rest); len(f) == 4 && string(f[3]) == want {
+				return true
+			}
+		} else if rest, ok := bytes.CutPrefix(line, []byte("Groups:")); ok {
+			for _, f := range bytes.Fields(rest) {
+				if string(f) == want {
+					return true
+				}
+			}
+		} else if rest, ok := bytes.CutPrefix(line, []byte("CapEff:")); ok {
+			if caps, err := strconv.ParseUint(string(bytes.TrimSpace(rest)), 16, 64); err == nil && caps&(1<<capFsetid) != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

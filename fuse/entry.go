@@ -195,10 +195,20 @@ func (r *rawFS) SetAttr(cancel <-chan struct{}, in *gofuse.SetAttrIn, out *gofus
 			return st(err)
 		}
 	}
+	// chown, and truncate or the kernel's file_remove_privs by a caller
+	// without CAP_FSETID, ask the server to clear the set-ID bits; a
+	// request with the caller's ids gets that from vfs, acting as the
+	// caller; one without them (AllowIdmap) from killSetID.
+	killAnon := in.Valid&gofuse.FATTR_KILL_SUIDGID != 0 && anonymous(&in.InHeader)
 	if mode, ok := in.GetMode(); ok {
+		killAnon = false // the kernel sends the mode it decided on
 		if err := q.p.Fchmodat(q.n.fd, "", mode, unix.AT_EMPTY_PATH); err != nil {
 			return st(err)
 		}
+	}
+	if killAnon {
+		// Before a chown: Linux decides by the group the file had.
+		r.s.killSetID(&in.InHeader, q.n.fd)
 	}
 	uid, gid := -1, -1
 	if v, ok := in.GetUID(); ok {

@@ -218,6 +218,9 @@ func (r *rawFS) Write(cancel <-chan struct{}, in *gofuse.WriteIn, data []byte) (
 	if err == syscall.ESPIPE {
 		n, err = p.Write(h.fd, data)
 	}
+	if kill && anonymous(&in.InHeader) && err == nil {
+		r.s.killSetID(&in.InHeader, h.fd)
+	}
 	if kill && !r.s.setID(h.fd) {
 		// After a WRITE the kernel forgets only the size and times it
 		// has cached: tell it the mode changed too, or stat shows the
@@ -229,6 +232,28 @@ func (r *rawFS) Write(cancel <-chan struct{}, in *gofuse.WriteIn, data []byte) (
 		return 0, st(err)
 	}
 	return uint32(n), gofuse.OK
+}
+
+// killSetID clears the set-ID bits of the regular file open as fd (any
+// descriptor, O_PATH too) for a request that came without the caller's
+// ids, as Linux's file_remove_privs and chown_common decide for the
+// caller: S_ISUID always, S_ISGID when the file is group-executable or
+// the caller (host thread h.Pid) is neither in the file's group nor has
+// CAP_FSETID. The kernel asks for it only for callers it applies to
+// (WRITE_KILL_SUIDGID, FATTR_KILL_SUIDGID). Requests that carry the
+// caller's ids get this from vfs, which acts as the caller.
+func (s *Server) killSetID(h *gofuse.InHeader, fd int) {
+	sb, err := s.base.Fstat(fd)
+	if err != nil || sb.Mode&unix.S_IFMT != unix.S_IFREG {
+		return
+	}
+	kill := sb.Mode & unix.S_ISUID
+	if sb.Mode&unix.S_ISGID != 0 && (sb.Mode&unix.S_IXGRP != 0 || !inGroupOrCapable(h.Pid, sb.Gid)) {
+		kill |= unix.S_ISGID
+	}
+	if kill != 0 {
+		s.base.Fchmodat(fd, "", sb.Mode&0o7777&^kill, unix.AT_EMPTY_PATH)
+	}
 }
 
 // setID reports whether the file open as fd has a set-ID bit.

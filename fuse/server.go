@@ -94,6 +94,20 @@ type Options struct {
 	// made on it as its own devices, and runs its set-ID programs with
 	// their owners' ids. They need root, as mount(8)'s dev and suid do.
 	Dev, Suid bool
+	// AllowIdmap lets the host make idmapped mounts of the export
+	// (mount_setattr's MOUNT_ATTR_IDMAP; FUSE_ALLOW_IDMAP, Linux 6.12
+	// and later). The kernel then sends the caller's ids only with the
+	// requests that make a file (mapped through the mount's idmap into
+	// the ids the new file gets); every other request comes without
+	// them, on every mount of the export, and is served with the
+	// server's credentials once the kernel has made its own permission
+	// checks (default_permissions, POSIX ACLs, the sticky and
+	// protected-link rules). The set-ID bits a write, fallocate,
+	// truncate or chown by a caller without CAP_FSETID clears are
+	// cleared by the rule Linux's file_remove_privs follows, with the
+	// caller's groups as /proc shows them (their ids outside the
+	// mount's idmap).
+	AllowIdmap bool
 }
 
 // Server is a running export.
@@ -251,6 +265,7 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		// ACL (creds.go).
 		ExtraCapabilities: gofuse.CAP_HANDLE_KILLPRIV_V2 | gofuse.CAP_EXPORT_SUPPORT |
 			gofuse.CAP_POSIX_ACL | gofuse.CAP_DONT_MASK,
+		IDMappedMount: opts.AllowIdmap,
 	}
 	if opts.ReadOnly {
 		mo.Options = append(mo.Options, "ro")

@@ -50,7 +50,10 @@ options:
                   only; nodev and nosuid, the defaults, do not); noatime,
                   nodiratime, relatime (the default), strictatime and noexec
                   are the host mount's flags, and atime on the export follows
-                  them and their remounts (mount -o remount); the others
+                  them and their remounts (mount -o remount); allow_idmap
+                  lets the host make idmapped mounts of the export
+                  (mount_setattr(2) with MOUNT_ATTR_IDMAP), the kernel
+                  then making every permission decision; the others
                   go to the file system: tmpfs size=, nr_inodes=, mode=, uid=, gid=;
                   ext4 dax, nodax, commit=N, noload, data=ordered|journal,
                   errors=continue|remount-ro|panic, bcache=SIZE; hostfs uid=,
@@ -104,7 +107,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 
 	var flags uintptr
 	var data []string
-	var dev, suid bool
+	var dev, suid, idmap bool
 	var hostFlags uintptr
 	for _, o := range strings.Split(*optStr, ",") {
 		if f, set, ok := hostMountFlag(o); ok {
@@ -125,6 +128,8 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 			dev = o == "dev"
 		case "suid", "nosuid":
 			suid = o == "suid"
+		case "allow_idmap":
+			idmap = true
 		default:
 			data = append(data, o)
 		}
@@ -148,6 +153,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		Fsname:         "iovfs." + *typ,
 		DevicesAsFiles: devFiles,
 		Dev:            dev,
+		AllowIdmap:     idmap,
 		Suid:           suid,
 		MountFlags:     hostFlags,
 	})
