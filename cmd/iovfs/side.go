@@ -8,6 +8,7 @@ package main
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"syscall"
 	"time"
@@ -81,8 +82,23 @@ func (hostSide) readDir(path string) ([]string, []uint8, error) {
 		return nil, nil, unwrapErrno(err)
 	}
 	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	return names, make([]uint8, len(names)), unwrapErrno(err)
+	ents, err := f.ReadDir(-1)
+	names, types := make([]string, len(ents)), make([]uint8, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+		// The type getdents reports (os.ReadDir lstats where the file
+		// system reports none); DT_UNKNOWN for the kinds the walk
+		// lstats anyway.
+		switch e.Type() {
+		case 0:
+			types[i] = unix.DT_REG
+		case fs.ModeDir:
+			types[i] = unix.DT_DIR
+		case fs.ModeSymlink:
+			types[i] = unix.DT_LNK
+		}
+	}
+	return names, types, unwrapErrno(err)
 }
 
 func (hostSide) readlink(path string) (string, error) {

@@ -42,8 +42,8 @@ func (v *Volume) loadDir(n *Node) error {
 	}
 	if n.fixedRoot() {
 		b := make([]byte, v.g.rootEntries*entrySize)
-		if _, err := v.dev.ReadAt(b, v.g.rootStart); err != nil {
-			return syscall.EIO
+		if err := v.readDev(b, v.g.rootStart); err != nil {
+			return err
 		}
 		n.data = b
 		return nil
@@ -72,8 +72,8 @@ func (v *Volume) readClusters(cs []uint32, b []byte) error {
 		for j < len(cs) && cs[j] == cs[j-1]+1 {
 			j++
 		}
-		if _, err := v.dev.ReadAt(b[i*cl:j*cl], v.g.clusterOff(cs[i])); err != nil {
-			return syscall.EIO
+		if err := v.readDev(b[i*cl:j*cl], v.g.clusterOff(cs[i])); err != nil {
+			return err
 		}
 		i = j
 	}
@@ -113,10 +113,13 @@ func (v *Volume) writeDir(n *Node, lo, hi int) error {
 	return nil
 }
 
-// flushDirs writes the changed sectors of every directory to the device,
-// runs of adjacent sectors in one write as far as the directory's
-// clusters are contiguous.
+// flushDirs writes the staged file data, then the changed sectors of
+// every directory to the device, runs of adjacent sectors in one write
+// as far as the directory's clusters are contiguous.
 func (v *Volume) flushDirs() error {
+	if err := v.flushData(); err != nil {
+		return err
+	}
 	for n := range v.dirtyDirs {
 		if err := v.flushDir(n); err != nil {
 			return err
@@ -415,6 +418,7 @@ func (v *Volume) addSlots(n *Node, slots []byte) (int, error) {
 		n.chain = append(n.chain, cs...)
 		n.data = append(n.data, make([]byte, grow*cl)...)
 		v.writeDir(n, from, len(n.data))
+		v.stagePlaceholder(cs)
 	}
 	copy(n.data[at:], slots)
 	v.indexAdd(n, at, at+len(slots)-entrySize)

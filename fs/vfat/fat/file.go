@@ -149,7 +149,7 @@ func (v *Volume) ReadAt(n *Node, p []byte, off int64) (int, error) {
 			j++
 		}
 		n := min(int64(len(p)-done), (j-i)*cl-in)
-		if _, err := v.dev.ReadAt(p[done:done+int(n)], v.g.clusterOff(cs[i])+in); err != nil {
+		if err := v.readDev(p[done:done+int(n)], v.g.clusterOff(cs[i])+in); err != nil {
 			if done > 0 {
 				return done, nil
 			}
@@ -199,54 +199,40 @@ func (v *Volume) grow(n *Node, size, zeroTo int64) error {
 var zeros = make([]byte, 64<<10)
 
 // writeData writes p, file data within one run of contiguous clusters,
-// at dev. When p ends inside a sector and nothing of the file follows it
-// there (past is set: p reaches the end of the file), the sector's rest
-// is written as zeros, as Linux writes a page of the page cache whole,
-// so the device writes whole sectors and needs no read of the sector
-// first.
+// at dev, through the staged run (stage.go). When p ends inside a sector
+// and nothing of the file follows it there (past is set: p reaches the
+// end of the file), the sector's rest is written as zeros, as Linux
+// writes a page of the page cache whole, so the device writes whole
+// sectors and needs no read of the sector first.
 func (v *Volume) writeData(p []byte, dev int64, past bool) error {
 	bps := int64(v.g.bps)
 	end := dev + int64(len(p))
+	z := 0
 	if part := end % bps; past && part != 0 && int64(len(p)) >= part {
-		body := len(p) - int(part)
-		if v.sector == nil {
-			v.sector = make([]byte, bps)
-		}
-		n := copy(v.sector, p[body:])
-		clear(v.sector[n:])
-		if vw, ok := v.dev.(VecWriter); ok && body > 0 {
-			v.vec = [2][]byte{p[:body], v.sector}
-			_, err := vw.WriteVecAt(v.vec[:], dev)
-			v.vec = [2][]byte{}
-			if err != nil {
-				return syscall.EIO
-			}
-			return nil
-		}
-		if body > 0 {
-			if _, err := v.dev.WriteAt(p[:body], dev); err != nil {
-				return syscall.EIO
-			}
-		}
-		if _, err := v.dev.WriteAt(v.sector, end-part); err != nil {
-			return syscall.EIO
-		}
-		return nil
+		z = int(bps - part)
 	}
-	if _, err := v.dev.WriteAt(p, dev); err != nil {
-		return syscall.EIO
+	slack := end + int64(z)
+	if past {
+		// The rest of the last cluster holds nothing of the file.
+		slack = v.g.dataStart + (end-v.g.dataStart+int64(v.g.clusterSize)-1)/int64(v.g.clusterSize)*int64(v.g.clusterSize)
 	}
-	return nil
+	return v.stageDataSlack(p, z, dev, max(slack, end+int64(z)))
 }
 
+// zero writes zeros over bytes [from, to) of file n, and on past to the
+// end of its sector, which holds nothing of the file past to (the file
+// is at most to bytes long, or a write of the bytes after to follows),
+// so that the staged run ends on a sector boundary.
 func (v *Volume) zero(n *Node, from, to int64) error {
 	cl := int64(v.g.clusterSize)
+	bps := int64(v.g.bps)
+	to = (to + bps - 1) / bps * bps
 	for from < to {
 		i := from / cl
 		in := from % cl
 		k := min(to-from, cl-in, int64(len(zeros)))
-		if _, err := v.dev.WriteAt(zeros[:k], v.g.clusterOff(n.chain[i])+in); err != nil {
-			return syscall.EIO
+		if err := v.stageData(nil, int(k), v.g.clusterOff(n.chain[i])+in); err != nil {
+			return err
 		}
 		from += k
 	}

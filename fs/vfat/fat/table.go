@@ -1,11 +1,12 @@
 package fat
 
 // The file allocation table, kept in memory (the first FAT's bytes as
-// far as the clusters reach) and written back to every FAT copy, sector
-// by sector, where it changed.
+// far as the clusters reach) and written back to every FAT copy where it
+// changed, a run of adjacent changed sectors at a time.
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"syscall"
 )
 
@@ -33,13 +34,38 @@ func (t *table) load(dev Device) error {
 		return syscall.EIO
 	}
 	t.dirty = make([]uint64, (n/int64(g.bps))/64+1)
-	for c := uint32(2); c < g.clusters+2; c++ {
-		if t.get(c) == 0 {
-			t.free++
-		}
-	}
+	t.free = t.countFree()
 	t.next = 2
 	return nil
+}
+
+// countFree counts the free entries of clusters 2 .. clusters+1 (the
+// geometry keeps them within the FAT's kept bytes).
+func (t *table) countFree() uint32 {
+	var free uint32
+	switch t.g.bits {
+	case 32:
+		end := min(int(t.g.clusters)+2, t.n/4)
+		for o := 8; o < end*4; o += 4 {
+			if binary.LittleEndian.Uint32(t.b[o:])&0x0fffffff == 0 {
+				free++
+			}
+		}
+	case 16:
+		end := min(int(t.g.clusters)+2, t.n/2)
+		for o := 4; o < end*2; o += 2 {
+			if binary.LittleEndian.Uint16(t.b[o:]) == 0 {
+				free++
+			}
+		}
+	default:
+		for c := uint32(2); c < t.g.clusters+2; c++ {
+			if t.get(c) == 0 {
+				free++
+			}
+		}
+	}
+	return free
 }
 
 // get returns the entry of cluster c (0 <= c < clusters+2), masked to 28
@@ -179,27 +205,32 @@ func (t *table) freeChain(cs []uint32) {
 	}
 }
 
-// flush writes the changed sectors to every FAT copy.
+// flush writes the changed sectors to every FAT copy: a run of adjacent
+// changed sectors in one write per copy.
 func (t *table) flush(dev Device) error {
 	g := t.g
 	bps := int64(g.bps)
-	for i, w := range t.dirty {
-		for w != 0 {
-			bit := 0
-			for w&(1<<bit) == 0 {
-				bit++
-			}
-			w &^= 1 << bit
-			s := int64(i*64 + bit)
-			lo := s * bps
-			hi := min(lo+bps, int64(t.n))
-			for f := 0; f < g.nfats; f++ {
-				if _, err := dev.WriteAt(t.b[lo:hi], g.fatStart+int64(f)*g.fatSectors*bps+lo); err != nil {
-					return syscall.EIO
-				}
+	sectors := len(t.dirty) * 64
+	for s := 0; s < sectors; {
+		w := t.dirty[s/64] >> (s % 64)
+		if w == 0 {
+			s = (s/64 + 1) * 64
+			continue
+		}
+		s += bits.TrailingZeros64(w)
+		e := s + 1
+		for e < sectors && t.dirty[e/64]&(1<<(e%64)) != 0 {
+			e++
+		}
+		lo := int64(s) * bps
+		hi := min(int64(e)*bps, int64(t.n))
+		for f := 0; f < g.nfats; f++ {
+			if _, err := dev.WriteAt(t.b[lo:hi], g.fatStart+int64(f)*g.fatSectors*bps+lo); err != nil {
+				return syscall.EIO
 			}
 		}
-		t.dirty[i] = 0
+		s = e
 	}
+	clear(t.dirty)
 	return nil
 }

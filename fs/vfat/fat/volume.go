@@ -29,10 +29,11 @@ type Volume struct {
 	wb      *time.Timer
 	wbArmed bool
 	wbDelay time.Duration
-	// sector is scratch for the last sector of a write (writeAt), vec
-	// the vector of a write of data and that sector.
-	sector []byte
-	vec    [2][]byte
+	// vec is the vector of a write of data and the zeros after it
+	// (stageData).
+	vec [2][]byte
+	// stg is file data not yet on the device (stage.go).
+	stg stage
 }
 
 // nodeKey names a directory entry: the first cluster of its directory
@@ -146,7 +147,9 @@ func (v *Volume) setState(dirty bool) error {
 	} else {
 		b[v.g.stateOff] &^= 1
 	}
-	if _, err := v.dev.WriteAt(b[v.g.stateOff:v.g.stateOff+1], int64(v.g.stateOff)); err != nil {
+	// The whole sector: a device writes no less, and would read it
+	// first for a write of one byte.
+	if _, err := v.dev.WriteAt(b, 0); err != nil {
 		return syscall.EIO
 	}
 	return nil
@@ -361,14 +364,15 @@ func (v *Volume) Create(parent *Node, name string, dir bool, now time.Time) (*No
 	}
 	t := toFAT(now)
 	var start uint32
+	var dirData []byte
 	attr := byte(AttrArch)
 	if dir {
 		attr = AttrDir
-		c, err := v.newDirCluster(parent, t)
+		c, b, err := v.newDirCluster(parent, t)
 		if err != nil {
 			return nil, v.done(err)
 		}
-		start = c
+		start, dirData = c, b
 	}
 	slots, err := v.buildSlots(parent, name, attr, start, t)
 	if err == nil {
@@ -380,6 +384,7 @@ func (v *Volume) Create(parent *Node, name string, dir bool, now time.Time) (*No
 			n := v.node(parent, &e)
 			if dir {
 				n.chain, n.chainOK = []uint32{start}, true
+				n.data = dirData
 			}
 			v.touchDir(parent, t)
 			return n, v.done(nil)
@@ -392,11 +397,12 @@ func (v *Volume) Create(parent *Node, name string, dir bool, now time.Time) (*No
 }
 
 // newDirCluster allocates and writes the first cluster of a new directory
-// of parent: "." and ".." and zeros (fat_alloc_new_dir).
-func (v *Volume) newDirCluster(parent *Node, t fatTime) (uint32, error) {
+// of parent: "." and ".." and zeros (fat_alloc_new_dir). It returns the
+// cluster and its bytes, the new directory's cache.
+func (v *Volume) newDirCluster(parent *Node, t fatTime) (uint32, []byte, error) {
 	cs, err := v.fat.alloc(1, 0)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	c := cs[0]
 	b := make([]byte, v.g.clusterSize)
@@ -420,11 +426,11 @@ func (v *Volume) newDirCluster(parent *Node, t fatTime) (uint32, error) {
 			setStart(de, up)
 		}
 	}
-	if _, err := v.dev.WriteAt(b, v.g.clusterOff(c)); err != nil {
+	if err := v.stageData(b, 0, v.g.clusterOff(c)); err != nil {
 		v.fat.freeChain(cs)
-		return 0, syscall.EIO
+		return 0, nil, err
 	}
-	return c, nil
+	return c, b, nil
 }
 
 // touchDir sets a directory's modification time after a change of its
@@ -678,7 +684,7 @@ func (v *Volume) writeFSInfo() error {
 	}
 	binary.LittleEndian.PutUint32(b[488:], v.fat.free)
 	binary.LittleEndian.PutUint32(b[492:], v.fat.next-1)
-	if _, err := v.dev.WriteAt(b[484:496], v.g.fsinfo+484); err != nil {
+	if _, err := v.dev.WriteAt(b, v.g.fsinfo); err != nil {
 		return syscall.EIO
 	}
 	return nil
