@@ -14,7 +14,12 @@
 // count, as io.Pipe hands a write to a waiting read. The woken reader
 // returns without taking the lock again, so a round trip costs one
 // hand-off each way and no lock convoy. The ring is used only when no
-// reader waits, or for what the waiting readers' buffers cannot take.
+// reader waits, or for what the waiting readers' buffers cannot take; a
+// write that the first waiting reader's buffer takes whole is handed
+// over at the top of Write. The count travels on the waiter's channel,
+// and a pipe has a reader waiter of its own (rown), taken under the lock
+// with no atomic and free again once its count is received, so a blocked
+// read costs the lock, the channel and nothing else.
 // This is one of the interleavings Linux allows (the reader ran the
 // moment the bytes arrived): counts, atomicity and ordering are those of
 // the ring alone.
@@ -134,20 +139,24 @@ var (
 )
 
 // A waiter is one blocked call. Its waker removes it from its queue under
-// the pipe's lock, fills in n (and, for a reader that takes bytes
-// directly, consumes dst), and sends on ch once, after unlocking.
+// the pipe's lock and sends it a count on ch, once: the bytes it handed
+// over (for a reader that takes bytes directly, having consumed dst), or
+// 0 for "look again". The count travels on ch, so a woken call needs
+// nothing else from its waiter.
 type waiter struct {
-	ch chan struct{}
+	ch chan int
 	// dst is a waiting reader's destination; direct says a writer may
 	// copy into it (false for a splice, which wants buffers in the ring).
-	dst    iov.Iter
-	direct bool
-	// n is the count a writer handed over; 0 means "look again".
-	n    int
+	dst  iov.Iter
 	next *waiter
+	// n is the count to send, for a waiter on a wakeList.
+	n      int32
+	direct bool
+	// queued says the waiter is in a queue.
+	queued bool
 }
 
-func newWaiter() *waiter { return &waiter{ch: make(chan struct{}, 1)} }
+func newWaiter() *waiter { return &waiter{ch: make(chan int, 1)} }
 
 var waiters = sync.Pool{New: func() any { return newWaiter() }}
 
@@ -164,7 +173,7 @@ func (p *Pipe) getWaiter() *waiter {
 	return waiters.Get().(*waiter)
 }
 
-// putWaiter gives back a woken waiter.
+// putWaiter gives back a woken waiter other than the reader's own.
 func (p *Pipe) putWaiter(w *waiter) {
 	w.dst, w.n, w.next, w.direct = iov.Iter{}, 0, nil, false
 	for i := range p.spare {
@@ -175,11 +184,24 @@ func (p *Pipe) putWaiter(w *waiter) {
 	waiters.Put(w)
 }
 
+// readWaiter returns a waiter for a reader about to wait; mu is held.
+// It is the pipe's own reader waiter unless that one is in use: queued,
+// or woken with its count not yet received. Its waker sends the count
+// under mu (wakeOne), so the test of ch here cannot see a count that is
+// on its way. Taking and returning it costs no atomic and no pool.
+func (p *Pipe) readWaiter() *waiter {
+	if w := &p.rown; !w.queued && len(w.ch) == 0 {
+		return w
+	}
+	return p.getWaiter()
+}
+
 // waitq is a FIFO of waiters.
 type waitq struct{ head, tail *waiter }
 
 func (q *waitq) push(w *waiter) {
 	w.next = nil
+	w.queued = true
 	if q.tail == nil {
 		q.head = w
 	} else {
@@ -196,6 +218,7 @@ func (q *waitq) pop() *waiter {
 			q.tail = nil
 		}
 		w.next = nil
+		w.queued = false
 	}
 	return w
 }
@@ -203,35 +226,51 @@ func (q *waitq) pop() *waiter {
 // wakeList is a list of popped waiters, woken after the lock is dropped.
 type wakeList struct{ head *waiter }
 
-func (l *wakeList) add(w *waiter) { w.next, l.head = l.head, w }
+// wakeOne wakes w, popped from a queue, with count n; mu is held. The
+// pipe's own reader waiter gets its count at once, under mu (see
+// readWaiter); the channel has room, as it holds at most one count a
+// wait. Others get theirs after the lock is dropped (woken.wake), so a
+// goroutine woken to look again does not find the lock still held.
+func (p *Pipe) wakeOne(w *waiter, n int, woken *wakeList) {
+	if w == &p.rown {
+		w.dst, w.direct = iov.Iter{}, false
+		w.ch <- n
+		return
+	}
+	w.n = int32(n)
+	w.next, woken.head = woken.head, w
+}
 
-// all moves every waiter of q to the list, each with n = 0 (look again).
-func (l *wakeList) all(q *waitq) {
+// wakeAll pops every waiter of q and wakes it with 0 (look again); mu is
+// held.
+func (p *Pipe) wakeAll(q *waitq, woken *wakeList) {
 	for w := q.pop(); w != nil; w = q.pop() {
-		l.add(w)
+		p.wakeOne(w, 0, woken)
 	}
 }
 
-// wake sends each waiter its token. The list must not be used after: a
+// wake sends each waiter its count. The list must not be used after: a
 // woken waiter goes back to the pool.
 func (l *wakeList) wake() {
 	for w := l.head; w != nil; {
 		next := w.next
-		w.ch <- struct{}{}
+		w.ch <- int(w.n)
 		w = next
 	}
 	l.head = nil
 }
 
 // wait queues w on q, drops the lock, sleeps until woken and takes the
-// lock again unless the waker handed over bytes (w.n > 0).
+// lock again unless the waker handed over bytes (a count above 0), which
+// it returns.
 func (p *Pipe) wait(q *waitq, w *waiter, woken *wakeList) int {
 	q.push(w)
 	p.mu.Unlock()
 	woken.wake()
-	<-w.ch
-	n := w.n
-	p.putWaiter(w)
+	n := <-w.ch
+	if w != &p.rown {
+		p.putWaiter(w)
+	}
 	if n == 0 {
 		p.mu.Lock()
 	}
@@ -242,30 +281,38 @@ var pipeIDs atomic.Uint64
 
 // Pipe is one pipe or FIFO buffer. Its methods are safe for concurrent
 // use.
+//
+// The fields a read or a write loads every time come first, to share a
+// cache line with the lock.
 type Pipe struct {
 	// mu protects every field below but id and notify. It is held while
 	// bytes are copied, as Linux holds pipe->mutex.
-	mu       sync.Mutex
-	slots    []slot
-	head     uint32
-	tail     uint32
+	mu   sync.Mutex
+	head uint32
+	tail uint32
+	// readers and writers count the open ends.
+	readers, writers int32
+	// rdq and wrq are the blocked reads and writes; rown is the reader
+	// waiter of the pipe's own (readWaiter).
+	rdq   waitq
+	rown  waiter
+	slots []slot
+	wrq   waitq
+	// maxUsage is the capacity in slots.
 	maxUsage uint32
-	// readers and writers count the open ends; rCounter and wCounter
-	// count every open of each kind, for FIFO opens that wait for a
-	// partner and for POLLHUP (Linux r_counter, w_counter).
-	readers, writers   int
-	rCounter, wCounter uint32
-	// rdq and wrq are the blocked reads and writes; partner is waited on
-	// by FIFO opens waiting for the other end.
-	rdq, wrq waitq
-	partner  sync.Cond
 	// handed says the last write handed its bytes to a waiting reader,
 	// which is likely on its way back for more (see yieldSize).
 	handed bool
-	// vec is scratch for the vectors of a splice, one entry a slot.
-	vec [][]byte
 	// private is set at NewPrivate and read-only after.
 	private bool
+	// rCounter and wCounter count every open of each kind, for FIFO opens
+	// that wait for a partner and for POLLHUP (Linux r_counter,
+	// w_counter).
+	rCounter, wCounter uint32
+	// partner is waited on by FIFO opens waiting for the other end.
+	partner sync.Cond
+	// vec is scratch for the vectors of a splice, one entry a slot.
+	vec [][]byte
 
 	// spare are waiters kept for the next blocked calls (getWaiter).
 	spare [4]atomic.Pointer[waiter]
@@ -286,8 +333,9 @@ func New() *Pipe {
 	p.slots = make([]slot, p.maxUsage)
 	p.vec = make([][]byte, p.maxUsage)
 	p.partner.L = &p.mu
-	// One waiter for a blocked reader and one for a blocked writer, so
-	// that a pipe's first wait does not allocate either.
+	p.rown.ch = make(chan int, 1)
+	// One spare waiter for a blocked writer, so that a pipe's first wait
+	// does not allocate, and one for a second reader or a splice.
 	p.spare[0].Store(newWaiter())
 	p.spare[1].Store(newWaiter())
 	return p
@@ -328,7 +376,7 @@ func (p *Pipe) Read(dst iov.Iter, nonblock bool) (int, error) {
 		return 0, nil
 	}
 	p.mu.Lock()
-	for p.empty() {
+	for p.head == p.tail {
 		if p.writers == 0 {
 			p.mu.Unlock()
 			return 0, nil
@@ -337,11 +385,20 @@ func (p *Pipe) Read(dst iov.Iter, nonblock bool) (int, error) {
 			p.mu.Unlock()
 			return 0, errEAGAIN
 		}
-		w := p.getWaiter()
+		// p.wait, written out: a blocked read returns through this frame
+		// alone.
+		w := p.readWaiter()
 		w.dst, w.direct = dst, true
-		if n := p.wait(&p.rdq, w, &wakeList{}); n > 0 {
+		p.rdq.push(w)
+		p.mu.Unlock()
+		n := <-w.ch
+		if w != &p.rown {
+			p.putWaiter(w)
+		}
+		if n > 0 {
 			return n, nil
 		}
+		p.mu.Lock()
 	}
 	return p.readRing(&dst)
 }
@@ -386,7 +443,7 @@ func (p *Pipe) readRing(dst *iov.Iter) (int, error) {
 	}
 	var woken wakeList
 	if freed && p.wrq.head != nil {
-		woken.add(p.wrq.pop())
+		p.wakeOne(p.wrq.pop(), 0, &woken)
 	}
 	p.mu.Unlock()
 	// Wake after unlocking, as Linux does, so the woken goroutine does not
@@ -428,6 +485,22 @@ func (p *Pipe) Write(src iov.Iter, nonblock, pkt bool) (int, error) {
 	if p.readers == 0 {
 		p.mu.Unlock()
 		return 0, errEPIPE
+	}
+	// The whole write fits the first waiting reader's buffer (and is one
+	// packet, in packet mode): hand it over, without the ring.
+	if w := p.rdq.head; w != nil && w.direct && total <= w.dst.Len() && (!pkt || total <= PageSize) {
+		p.rdq.pop()
+		if src.Kind() == iov.KindBuf {
+			iov.CopyAll(w.dst, src.Segment())
+		} else {
+			moveIter(w.dst, &src, total)
+		}
+		p.handed = true
+		var woken wakeList
+		p.wakeOne(w, total, &woken)
+		p.mu.Unlock()
+		woken.wake()
+		return total, nil
 	}
 	ret := 0
 	var err error
@@ -510,7 +583,7 @@ out:
 		wakeNextWriter = false
 	}
 	if wakeNextWriter && p.wrq.head != nil {
-		woken.add(p.wrq.pop())
+		p.wakeOne(p.wrq.pop(), 0, &woken)
 	}
 	p.mu.Unlock()
 	woken.wake()
@@ -533,8 +606,8 @@ func (p *Pipe) feed(src *iov.Iter, pkt bool, woken *wakeList) int {
 			break
 		}
 		if !w.direct {
-			woken.add(w)
-			woken.all(&p.rdq)
+			p.wakeOne(w, 0, woken)
+			p.wakeAll(&p.rdq, woken)
 			break
 		}
 		var k int
@@ -547,8 +620,7 @@ func (p *Pipe) feed(src *iov.Iter, pkt bool, woken *wakeList) int {
 			k = moveIter(w.dst, src, w.dst.Len())
 			ret += k
 		}
-		w.n = k
-		woken.add(w)
+		p.wakeOne(w, k, woken)
 	}
 	p.handed = ret > 0
 	return ret
@@ -634,7 +706,7 @@ func (p *Pipe) SetSize(n int, privileged bool) (int, error) {
 	}
 	p.maxUsage = slots
 	var woken wakeList
-	woken.all(&p.wrq)
+	p.wakeAll(&p.wrq, &woken)
 	p.mu.Unlock()
 	woken.wake()
 	p.wake()
@@ -749,8 +821,8 @@ func (p *Pipe) Close(rd, wr bool) {
 	}
 	var woken wakeList
 	if (p.readers == 0) != (p.writers == 0) {
-		woken.all(&p.rdq)
-		woken.all(&p.wrq)
+		p.wakeAll(&p.rdq, &woken)
+		p.wakeAll(&p.wrq, &woken)
 		defer p.wake()
 	}
 	if p.readers == 0 && p.writers == 0 {

@@ -102,7 +102,7 @@ func (p *Pipe) SpliceIn(nonblock bool, fill func(r Ring) (int, error)) (int, err
 	n, err := fill(Ring{p})
 	var woken wakeList
 	if n > 0 {
-		woken.all(&p.rdq)
+		p.wakeAll(&p.rdq, &woken)
 	}
 	p.mu.Unlock()
 	woken.wake()
@@ -141,7 +141,7 @@ func (p *Pipe) waitData(nonblock, moved bool) (bool, error) {
 		if nonblock {
 			return false, errEAGAIN
 		}
-		p.wait(&p.rdq, p.getWaiter(), &wakeList{}) // not direct: it wants buffers
+		p.wait(&p.rdq, p.readWaiter(), &wakeList{}) // not direct: it wants buffers
 	}
 	return true, nil
 }
@@ -190,7 +190,7 @@ func (p *Pipe) SpliceOut(n int, nonblock, confirm bool, drain func(v [][]byte) (
 	}
 	var woken wakeList
 	if freed {
-		woken.all(&p.wrq)
+		p.wakeAll(&p.wrq, &woken)
 	}
 	p.mu.Unlock()
 	woken.wake()
@@ -398,10 +398,10 @@ func move(in, out *Pipe, n int, nonblock, tee bool) (ret int, again bool, err er
 	}
 	var rd, wr wakeList
 	if ret > 0 {
-		rd.all(&out.rdq)
+		out.wakeAll(&out.rdq, &rd)
 	}
 	if moved {
-		wr.all(&in.wrq)
+		in.wakeAll(&in.wrq, &wr)
 	}
 	in.mu.Unlock()
 	out.mu.Unlock()

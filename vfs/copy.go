@@ -107,7 +107,7 @@ func copyFiles(src, dst *File, limit int64) (n int64, ok bool, err error) {
 		var k int
 		switch {
 		case ipipe != nil && opipe != nil:
-			k, err = pipe.Splice(ipipe.obj.p, opipe.obj.p, want, in.nonblock() || out.nonblock())
+			k, err = pipe.Splice(ipipe.p, opipe.p, want, in.nonblock() || out.nonblock())
 		case ipipe != nil:
 			pos := out.getPos()
 			k, err = dst.p.spliceWrite(ipipe, out, driverOff(out, nil, pos), uint64(want), in.nonblock())

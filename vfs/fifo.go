@@ -38,14 +38,14 @@ func (p *Proc) openFIFO(loc location, flags int) (*file, error) {
 	obj.files++
 	fifos.mu.Unlock()
 
-	e := &pipeEnd{obj: obj}
+	var e *pipeEnd
 	switch flags & unix.O_ACCMODE {
 	case unix.O_RDONLY:
-		e.rd = true
+		e = newPipeEnd(obj, true, false)
 	case unix.O_WRONLY:
-		e.wr = true
+		e = newPipeEnd(obj, false, true)
 	case unix.O_RDWR:
-		e.rd, e.wr = true, true
+		e = newPipeEnd(obj, true, true)
 	default:
 		dropFIFOFile(obj)
 		return nil, errEINVAL
@@ -71,7 +71,7 @@ func (p *Proc) openFIFO(loc location, flags int) (*file, error) {
 // releaseFIFOEnd closes a FIFO end and drops the pipe with the last one.
 func releaseFIFOEnd(e *pipeEnd) {
 	fifos.mu.Lock()
-	e.obj.p.Close(e.rd, e.wr)
+	e.p.Close(e.rd, e.wr)
 	e.obj.files--
 	if e.obj.files == 0 {
 		delete(fifos.m, e.obj.fifo)

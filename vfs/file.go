@@ -35,15 +35,26 @@ const rwfKnown = unix.RWF_HIPRI | unix.RWF_DSYNC | unix.RWF_SYNC | unix.RWF_NOWA
 
 // file is an open-file description, shared by the descriptors that dup
 // creates.
+//
+// The fields every read and write loads come first: mode, then for a
+// pipe or FIFO its end (which the calls use instead of the interfaces)
+// and the reference count that a call on it takes.
 type file struct {
 	// Set at open, read-only afterwards.
-	node Node
-	h    Handle
-	mode int // fm* bits
+	mode int      // fm* bits
+	pipe *pipeEnd // the pipe end h is, or nil
+
+	// refs counts the descriptors that refer to the file, and the calls
+	// in progress on a file whose calls may block (hold.go).
+	refs atomic.Int32
+
+	// Set at open, read-only afterwards.
 	rd   Reader
 	ird  IterReader
 	wr   Writer
 	iwr  IterWriter
+	node Node
+	h    Handle
 	seek Seeker
 	app  Appender
 	rrwf RWFReader // nil unless the driver applies RWF flags itself
@@ -66,9 +77,6 @@ type file struct {
 	// O_LARGEFILE. F_SETFL changes the bits of setflMask, so the word is
 	// loaded atomically wherever it is read (O_APPEND on every write).
 	flags atomic.Int32
-
-	// refs counts the descriptors that refer to the file.
-	refs atomic.Int32
 
 	// posMu serialises the calls that use and move pos (Linux f_pos_lock).
 	posMu sync.Mutex
@@ -114,6 +122,12 @@ func newFile(n Node, h Handle, flags int) *file {
 	}
 	if _, ok := h.(Poller); ok {
 		f.mode |= fmHold
+	}
+	switch e := h.(type) {
+	case *pipeEnd:
+		f.pipe = e
+	case pipe2End:
+		f.pipe = e.pipeEnd
 	}
 	f.rwfRead = rwfFor(f.mode, f.ird != nil)
 	f.rwfWrite = rwfFor(f.mode, f.iwr != nil)
@@ -167,6 +181,12 @@ func (f *file) release() error {
 	if f.refs.Add(-1) != 0 {
 		return nil
 	}
+	return f.released()
+}
+
+// released is release's work once the last reference is gone, out of
+// line so that release inlines.
+func (f *file) released() error {
 	f.releaseLocks()
 	if f.mnt != nil {
 		f.mnt.openFiles.Add(-1)

@@ -46,32 +46,31 @@ const (
 	endPacket               // O_DIRECT: packet mode
 )
 
-// pipeEnd is the handle of one open pipe or FIFO file.
+// pipeEnd is the handle of one open pipe or FIFO file. The fields every
+// read and write loads come first.
 type pipeEnd struct {
-	obj    *pipeObj
+	// p is obj.p, kept here so a call reaches the pipe in one load.
+	p *pipe.Pipe
+	// flags holds end* bits; SetFlags replaces it while calls run.
+	flags  atomic.Uint32
 	rd, wr bool
 	// seen is the write counter a FIFO reader opened with O_NONBLOCK saw
 	// (Linux f_pipe), for POLLHUP.
 	seen uint32
-	// flags holds end* bits; SetFlags replaces it while calls run.
-	flags atomic.Uint32
+	obj  *pipeObj
 	// waits is set once splice, tee or vmsplice used the end: RWF_NOWAIT
 	// then gives EOPNOTSUPP, as Linux's pipe_clear_nowait drops
 	// FMODE_NOWAIT from the file (a splice may block under the pipe).
 	waits atomic.Bool
 }
 
+func newPipeEnd(obj *pipeObj, rd, wr bool) *pipeEnd {
+	return &pipeEnd{p: obj.p, obj: obj, rd: rd, wr: wr}
+}
+
 // pipeOf returns the pipe end f is, or nil: Linux's get_pipe_info, true
 // for pipes and FIFOs.
-func pipeOf(f *file) *pipeEnd {
-	switch h := f.h.(type) {
-	case *pipeEnd:
-		return h
-	case pipe2End:
-		return h.pipeEnd
-	}
-	return nil
-}
+func pipeOf(f *file) *pipeEnd { return f.pipe }
 
 func (e *pipeEnd) setFlags(flags int) {
 	var v uint32
@@ -86,13 +85,13 @@ func (e *pipeEnd) setFlags(flags int) {
 
 // ReadIter implements IterReader (pipe_read).
 func (e *pipeEnd) ReadIter(dst iov.Iter, _ int64) (int, error) {
-	return e.obj.p.Read(dst, e.flags.Load()&endNonblock != 0)
+	return e.p.Read(dst, e.flags.Load()&endNonblock != 0)
 }
 
 // WriteIter implements IterWriter (pipe_write).
 func (e *pipeEnd) WriteIter(src iov.Iter, _ int64) (int, error) {
 	fl := e.flags.Load()
-	return e.obj.p.Write(src, fl&endNonblock != 0, fl&endPacket != 0)
+	return e.p.Write(src, fl&endNonblock != 0, fl&endPacket != 0)
 }
 
 // pipe2End is the handle of an end made by pipe2: a pipe honours
@@ -112,7 +111,7 @@ func (e *pipeEnd) ReadIterFlags(dst iov.Iter, _ int64, flags int) (int, error) {
 	if flags&unix.RWF_NOWAIT != 0 && e.waits.Load() {
 		return 0, errEOPNOTSUPP
 	}
-	return e.obj.p.Read(dst, e.flags.Load()&endNonblock != 0 || flags&unix.RWF_NOWAIT != 0)
+	return e.p.Read(dst, e.flags.Load()&endNonblock != 0 || flags&unix.RWF_NOWAIT != 0)
 }
 
 // WriteIterFlags implements RWFWriter, as ReadIterFlags.
@@ -121,7 +120,7 @@ func (e *pipeEnd) WriteIterFlags(src iov.Iter, _ int64, flags int) (int, error) 
 		return 0, errEOPNOTSUPP
 	}
 	fl := e.flags.Load()
-	return e.obj.p.Write(src, fl&endNonblock != 0 || flags&unix.RWF_NOWAIT != 0, fl&endPacket != 0)
+	return e.p.Write(src, fl&endNonblock != 0 || flags&unix.RWF_NOWAIT != 0, fl&endPacket != 0)
 }
 
 // Stream and Positionless: pipes have no offset; pread, pwrite and lseek
@@ -141,17 +140,17 @@ func (e *pipeEnd) Poll(_ uint32, w *PollWaiter) uint32 {
 	if w != nil {
 		w.Watch(&e.obj.q)
 	}
-	return e.obj.p.Poll(e.rd, e.wr, e.seen)
+	return e.p.Poll(e.rd, e.wr, e.seen)
 }
 
 // Fcntl implements Fcntler: F_GETPIPE_SZ and F_SETPIPE_SZ (pipe_fcntl).
 func (e *pipeEnd) Fcntl(p *Proc, cmd, arg int) (int, error) {
 	switch cmd {
 	case unix.F_GETPIPE_SZ:
-		return e.obj.p.Size(), nil
+		return e.p.Size(), nil
 	case unix.F_SETPIPE_SZ:
 		// fcntl passes the argument as an unsigned int.
-		return e.obj.p.SetSize(int(uint32(arg)), pipeCapable(p))
+		return e.p.SetSize(int(uint32(arg)), pipeCapable(p))
 	}
 	return 0, errEINVAL
 }
@@ -166,7 +165,7 @@ func (e *pipeEnd) Ioctl(_ *Proc, req uint, arg any) (int, error) {
 	if !ok || ip == nil {
 		return 0, errEINVAL
 	}
-	*ip = e.obj.p.Len()
+	*ip = e.p.Len()
 	return 0, nil
 }
 
@@ -177,7 +176,7 @@ func (e *pipeEnd) Release() error {
 		releaseFIFOEnd(e)
 		return nil
 	}
-	e.obj.p.Close(e.rd, e.wr)
+	e.p.Close(e.rd, e.wr)
 	return nil
 }
 
@@ -229,9 +228,9 @@ func (p *Proc) Pipe2(flags int) (r, w int, err error) {
 	// flag to see them.
 	rst := flags & unix.O_NONBLOCK
 	wst := flags & (unix.O_NONBLOCK | unix.O_DIRECT)
-	re := &pipeEnd{obj: obj, rd: true}
+	re := newPipeEnd(obj, true, false)
 	re.setFlags(rst)
-	we := &pipeEnd{obj: obj, wr: true}
+	we := newPipeEnd(obj, false, true)
 	we.setFlags(wst)
 	rf := newFile(node, pipe2End{re}, unix.O_RDONLY|rst)
 	wf := newFile(node, pipe2End{we}, unix.O_WRONLY|wst)

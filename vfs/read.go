@@ -43,6 +43,16 @@ func (p *Proc) Read(fd int, b []byte) (int, error) {
 		return 0, errEBADF
 	}
 	if f.mode&fmHold != 0 {
+		if e := f.pipe; e != nil {
+			// heldRead's work for a pipe, written out: a read that
+			// blocks returns through Pipe.Read and this frame alone.
+			if !f.tryRef() {
+				return 0, errEBADF
+			}
+			n, err := e.p.Read(iov.Buf(b[:min(len(b), iov.MaxCount)]), e.flags.Load()&endNonblock != 0)
+			f.release()
+			return n, err
+		}
 		return f.heldRead(b)
 	}
 	if f.mode&fmNoPos != 0 {
@@ -91,6 +101,14 @@ func (p *Proc) Readv(fd int, iovs [][]byte) (int, error) {
 	}
 	if f.mode&fmHold != 0 {
 		if len(iovs) == 1 && len(iovs[0]) != 0 { // read(2)'s path, as below
+			if e := f.pipe; e != nil { // as in Read
+				if !f.tryRef() {
+					return 0, errEBADF
+				}
+				n, err := e.p.Read(iov.Buf(iovs[0][:min(len(iovs[0]), iov.MaxCount)]), e.flags.Load()&endNonblock != 0)
+				f.release()
+				return n, err
+			}
 			return f.heldRead(iovs[0])
 		}
 		return f.heldReadv(iovs, 0)

@@ -181,7 +181,7 @@ func (p *Proc) Splice(rfd int, roff *int64, wfd int, woff *int64, n int, flags i
 		if ipipe.obj == opipe.obj {
 			return 0, errEINVAL
 		}
-		done, err = pipe.Splice(ipipe.obj.p, opipe.obj.p, int(min(count, iov.MaxCount)), nonblock || in.nonblock() || out.nonblock())
+		done, err = pipe.Splice(ipipe.p, opipe.p, int(min(count, iov.MaxCount)), nonblock || in.nonblock() || out.nonblock())
 	case ipipe != nil:
 		pos, err := spliceOffset(out, woff)
 		if err != nil {
@@ -219,7 +219,7 @@ func (p *Proc) Splice(rfd int, roff *int64, wfd int, woff *int64, n int, flags i
 // (EPIPE without a reader, EAGAIN if nonblock), then fills it from in at
 // pos (drvOff for the driver) with vfs_splice_read's checks.
 func spliceToPipe(in *file, pos, drvOff int64, e *pipeEnd, count uint64, nonblock bool) (int, error) {
-	return e.obj.p.SpliceIn(nonblock, func(r pipe.Ring) (int, error) {
+	return e.p.SpliceIn(nonblock, func(r pipe.Ring) (int, error) {
 		return spliceRead(in, pos, drvOff, r, count)
 	})
 }
@@ -333,7 +333,7 @@ func (p *Proc) spliceWrite(e *pipeEnd, out *file, off int64, count uint64, nonbl
 	}
 	_, sink := out.h.(Discarder)
 	first := true
-	return e.obj.p.SpliceOut(int(min(count, uint64(^uint(0)>>1))), nonblock, !sink, func(v [][]byte) (int, error) {
+	return e.p.SpliceOut(int(min(count, uint64(^uint(0)>>1))), nonblock, !sink, func(v [][]byte) (int, error) {
 		if sink {
 			n := 0
 			for _, b := range v {
@@ -388,7 +388,7 @@ func (p *Proc) Tee(rfd, wfd int, n int, flags int) (int64, error) {
 		return 0, errEINVAL
 	}
 	nonblock := flags&unix.SPLICE_F_NONBLOCK != 0 || in.nonblock() || out.nonblock()
-	done, err := pipe.Tee(ipipe.obj.p, opipe.obj.p, int(min(uint64(uint(n)), iov.MaxCount)), nonblock)
+	done, err := pipe.Tee(ipipe.p, opipe.p, int(min(uint64(uint(n)), iov.MaxCount)), nonblock)
 	return int64(done), err
 }
 
@@ -432,9 +432,9 @@ func (p *Proc) Vmsplice(fd int, iovs [][]byte, flags int) (int, error) {
 	e.waits.Store(true)
 	nonblock := flags&unix.SPLICE_F_NONBLOCK != 0
 	if toPipe {
-		return e.obj.p.Vmsplice(it, nonblock, flags&unix.SPLICE_F_GIFT != 0)
+		return e.p.Vmsplice(it, nonblock, flags&unix.SPLICE_F_GIFT != 0)
 	}
-	return e.obj.p.SpliceOut(it.Len(), nonblock, true, func(v [][]byte) (int, error) {
+	return e.p.SpliceOut(it.Len(), nonblock, true, func(v [][]byte) (int, error) {
 		n := 0
 		for _, b := range v {
 			n += it.CopyOut(b)
