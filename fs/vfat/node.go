@@ -1,8 +1,8 @@
 package vfat
 
 // The nodes: every file and directory, with the directory operations
-// vfat has (create, mkdir, unlink, rmdir, rename with RENAME_NOREPLACE,
-// setattr) and none of those it lacks (symlinks, hard links and special
+// vfat has (create, mkdir, unlink, rmdir, rename with RENAME_NOREPLACE
+// and RENAME_EXCHANGE, setattr) and none of those it lacks (symlinks, hard links and special
 // files give EPERM, as a file system without the operation does).
 
 import (
@@ -166,16 +166,19 @@ func (x *node) Rmdir(name string, _ vfs.Cred) error {
 	return x.fs.vol.Remove(x.n, name, true, now())
 }
 
-// Rename implements vfs.Renamer, with RENAME_NOREPLACE as its only flag
-// (vfat_rename's flags); RENAME_EXCHANGE and RENAME_WHITEOUT give
-// EINVAL.
+// Rename implements vfs.Renamer with vfat's flags: RENAME_NOREPLACE, and
+// RENAME_EXCHANGE, which swaps the two files as vfat_rename_exchange
+// does; RENAME_WHITEOUT gives EINVAL.
 func (x *node) Rename(oldName string, newDir vfs.Node, newName string, flags uint, _ vfs.Cred) error {
-	if flags&^unix.RENAME_NOREPLACE != 0 {
+	if flags&^(unix.RENAME_NOREPLACE|unix.RENAME_EXCHANGE) != 0 || flags == unix.RENAME_NOREPLACE|unix.RENAME_EXCHANGE {
 		return syscall.EINVAL
 	}
 	nd, ok := newDir.(*node)
 	if !ok || nd.fs != x.fs {
 		return syscall.EXDEV
+	}
+	if flags&unix.RENAME_EXCHANGE != 0 {
+		return x.fs.vol.Exchange(x.n, oldName, nd.n, newName, now())
 	}
 	return x.fs.vol.Rename(x.n, oldName, nd.n, newName, flags&unix.RENAME_NOREPLACE != 0, now())
 }

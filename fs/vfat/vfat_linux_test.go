@@ -157,6 +157,12 @@ func runOps(f fsOps, ops []op) []result {
 			if err == nil {
 				r.Out = fmt.Sprintf("mode %o size %d nlink %d uid %d gid %d blocks %d blksize %d", st.Mode, st.Size, st.Nlink, st.Uid, st.Gid, st.Blocks, st.Blksize)
 			}
+		case "newer":
+			st, err := f.stat(o.A)
+			r.Errno = errno(err)
+			if err == nil {
+				r.Out = fmt.Sprintf("mtime after %d: %v", o.N, st.Mtim.Sec > o.N)
+			}
 		case "statmtime":
 			st, err := f.stat(o.A)
 			r.Errno = errno(err)
@@ -216,8 +222,15 @@ func randOps(seed uint64, count int) []op {
 			o.N = int64(r.IntN(40000))
 		case "rename":
 			o.B = randPath(r)
-			if r.IntN(4) == 0 {
+			switch r.IntN(12) {
+			case 0, 1, 2:
 				o.N = unix.RENAME_NOREPLACE
+			case 3, 4, 5:
+				o.N = unix.RENAME_EXCHANGE
+			case 6:
+				o.N = unix.RENAME_EXCHANGE | unix.RENAME_NOREPLACE
+			case 7:
+				o.N = unix.RENAME_EXCHANGE | unix.RENAME_WHITEOUT
 			}
 		case "readdir":
 			o.A = []string{".", "d1", "dir three", "d2"}[r.IntN(4)]
@@ -233,6 +246,80 @@ func randOps(seed uint64, count int) []op {
 			ops = append(ops, op{Op: "stat", A: o.A})
 		}
 	}
+	return append(ops, op{Op: "readdir", A: "."}, op{Op: "readdir", A: "d1"}, op{Op: "readdir", A: "dir three"}, op{Op: "statfs"})
+}
+
+// exchangeOps is renameat2's RENAME_EXCHANGE case by case: two files in
+// one directory and in two, a directory with a directory and with a file
+// in another directory (whose ".." and parents' link counts change), a
+// directory with a file in its own parent, the same file under two
+// spellings, and the errors: a directory with its own descendant or
+// ancestor (EINVAL), a missing name on either side (ENOENT), the flag
+// combinations (EINVAL). The parents' modification times are set far
+// back first, to see which an exchange sets to now.
+func exchangeOps() []op {
+	const past = 1_000_000_000
+	ex := func(a, b string) op { return op{Op: "rename", A: a, B: b, N: unix.RENAME_EXCHANGE} }
+	state := func(paths ...string) []op {
+		var ops []op
+		for _, p := range paths {
+			ops = append(ops, op{Op: "stat", A: p}, op{Op: "newer", A: p, N: past + 100})
+		}
+		return ops
+	}
+	back := func(paths ...string) []op {
+		var ops []op
+		for _, p := range paths {
+			ops = append(ops, op{Op: "utimes", A: p, N: past})
+		}
+		return ops
+	}
+	ops := []op{
+		{Op: "mkdir", A: "d1"}, {Op: "mkdir", A: "dir three"}, {Op: "mkdir", A: "d1/sub"}, {Op: "mkdir", A: "d1/sub/deep"},
+		{Op: "create", A: "d1/sub/deep/f", N: 100, Seed: 1}, {Op: "create", A: "a.txt", N: 1000, Seed: 2},
+		{Op: "create", A: "long file name number one.text", N: 5000, Seed: 3}, {Op: "create", A: "readme", N: 7, Seed: 4},
+		{Op: "create", A: "dir three/x.tar.gz", N: 70000, Seed: 5},
+		{Op: "chmod", A: "a.txt", N: 0o555},
+	}
+	ops = append(ops, back("d1", "dir three", "d1/sub", "d1/sub/deep")...)
+	ops = append(ops,
+		ex("a.txt", "long file name number one.text"),
+		op{Op: "read", A: "a.txt"}, op{Op: "read", A: "long file name number one.text"})
+	ops = append(ops, state("a.txt", "long file name number one.text", "d1")...)
+	ops = append(ops,
+		ex("A.TXT", "d1/sub/deep/f"),
+		op{Op: "read", A: "a.txt"}, op{Op: "read", A: "d1/sub/deep/f"})
+	ops = append(ops, state("a.txt", "d1/sub/deep/f", "d1/sub/deep", "d1/sub", "d1")...)
+	ops = append(ops, back("d1/sub/deep")...)
+	ops = append(ops,
+		ex("d1/sub", "dir three"),
+		op{Op: "readdir", A: "d1"}, op{Op: "readdir", A: "d1/sub"}, op{Op: "readdir", A: "dir three"},
+		op{Op: "read", A: "dir three/deep/f"}, op{Op: "read", A: "d1/sub/x.tar.gz"})
+	ops = append(ops, state(".", "d1", "d1/sub", "dir three", "dir three/deep")...)
+	ops = append(ops, back("d1", "dir three")...)
+	ops = append(ops,
+		ex("dir three", "readme"),
+		op{Op: "read", A: "dir three"}, op{Op: "readdir", A: "readme"}, op{Op: "read", A: "readme/deep/f"})
+	ops = append(ops, state(".", "readme", "dir three", "d1")...)
+	ops = append(ops,
+		ex("readme", "d1/sub"),
+		op{Op: "readdir", A: "readme"}, op{Op: "readdir", A: "d1/sub"}, op{Op: "read", A: "d1/sub/deep/f"})
+	ops = append(ops, state(".", "readme", "d1", "d1/sub", "d1/sub/deep")...)
+	ops = append(ops,
+		ex("dir three", "d1/sub/deep"),
+		op{Op: "read", A: "d1/sub/deep"}, op{Op: "readdir", A: "dir three"}, op{Op: "read", A: "dir three/f"})
+	ops = append(ops, state(".", "d1", "d1/sub", "d1/sub/deep", "dir three")...)
+	ops = append(ops,
+		ex("d1", "d1/sub"), ex("d1/sub", "d1"), ex("d1", "d1/sub/deep"),
+		ex("d1", "d1/nope"), ex("nope", "d1"), ex("d1/nope", "nope"),
+		ex("a.txt", "A.TXT"), ex("a.txt", "a.txt"),
+		op{Op: "rename", A: "a.txt", B: "d1", N: unix.RENAME_EXCHANGE | unix.RENAME_NOREPLACE},
+		op{Op: "rename", A: "a.txt", B: "d1", N: unix.RENAME_EXCHANGE | unix.RENAME_WHITEOUT},
+		op{Op: "rename", A: "a.txt", B: "d1", N: unix.RENAME_WHITEOUT},
+		ex("d1/sub", "d1/sub"),
+		ex("readme", "d1/sub/deep"),
+		op{Op: "readdir", A: "readme"}, op{Op: "readdir", A: "d1/sub/deep"})
+	ops = append(ops, state(".", "d1", "d1/sub", "d1/sub/deep", "readme", "dir three")...)
 	return append(ops, op{Op: "readdir", A: "."}, op{Op: "readdir", A: "d1"}, op{Op: "readdir", A: "dir three"}, op{Op: "statfs"})
 }
 
@@ -454,8 +541,10 @@ func TestKernelDifferential(t *testing.T) {
 	dir := t.TempDir()
 	var kernelImgs, ourImgs []string
 	var all [][]op
+	var fmts []int
 	for i := range seqs {
 		f := i % 3
+		fmts = append(fmts, f)
 		base := filepath.Join(dir, fmt.Sprintf("base%d.img", i))
 		mkfsImage(t, base, sizes[f], formats[f]...)
 		k := filepath.Join(dir, fmt.Sprintf("kernel%d.img", i))
@@ -465,6 +554,21 @@ func TestKernelDifferential(t *testing.T) {
 		kernelImgs, ourImgs = append(kernelImgs, k), append(ourImgs, o)
 		all = append(all, randOps(uint64(i)+1, opsPer))
 	}
+	// The exchange cases, on FAT16 (a fixed root, ".." of its children
+	// cluster 0) and FAT32.
+	for _, f := range []int{1, 2} {
+		i := len(all)
+		base := filepath.Join(dir, fmt.Sprintf("base%d.img", i))
+		mkfsImage(t, base, sizes[f], formats[f]...)
+		k := filepath.Join(dir, fmt.Sprintf("kernel%d.img", i))
+		o := filepath.Join(dir, fmt.Sprintf("ours%d.img", i))
+		copyFile(t, base, k)
+		copyFile(t, base, o)
+		kernelImgs, ourImgs = append(kernelImgs, k), append(ourImgs, o)
+		all = append(all, exchangeOps())
+		fmts = append(fmts, f)
+	}
+	seqs = len(all)
 	var want [][]result
 	if err := linuxvm.Run(t, "vfat", fatModules, kernelImgs, guestReq{Seqs: all}, &want); err != nil {
 		t.Fatal(err)
@@ -490,7 +594,7 @@ func TestKernelDifferential(t *testing.T) {
 			if got[j] != want[i][j] {
 				bad++
 				if bad <= 8 {
-					t.Errorf("sequence %d (FAT%s) step %d %+v:\n  iovfs  %+v\n  kernel %+v", i, formats[i%3][1], j, ops[j], got[j], want[i][j])
+					t.Errorf("sequence %d (FAT%s) step %d %+v:\n  iovfs  %+v\n  kernel %+v", i, formats[fmts[i]][1], j, ops[j], got[j], want[i][j])
 				}
 			}
 		}

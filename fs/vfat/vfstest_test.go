@@ -17,7 +17,8 @@ import (
 // TestVFS runs the VFS conformance suite on vfat: each case gets a fresh
 // copy of one empty 16 MiB FAT16 volume made by mkfs.fat, on a RAM disk.
 // vfat has no symlinks, hard links, special files, extended attributes or
-// per-file owners, and renameat2's RENAME_NOREPLACE as its only flag.
+// per-file owners; its renameat2 flags are RENAME_NOREPLACE and
+// RENAME_EXCHANGE.
 func TestVFS(t *testing.T) {
 	testenv.RequireTool(t, "mkfs.fat")
 	var once sync.Once
@@ -57,5 +58,5 @@ func TestVFS(t *testing.T) {
 			}
 		})
 		return fs
-	}, vfstest.Caps{Files: true, Dirs: true, Rename: true, RenameFlags: unix.RENAME_NOREPLACE, DirNlink: true})
+	}, vfstest.Caps{Files: true, Dirs: true, Rename: true, RenameFlags: unix.RENAME_NOREPLACE | unix.RENAME_EXCHANGE, DirNlink: true})
 }

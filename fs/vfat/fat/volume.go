@@ -635,6 +635,87 @@ func (v *Volume) Rename(odir *Node, oldName string, ndir *Node, newName string, 
 	return v.done(nil)
 }
 
+// Exchange swaps the files called oldName in odir and newName in ndir
+// (renameat2's RENAME_EXCHANGE, vfat_rename_exchange): each directory
+// entry keeps its name and takes the other file, a directory that
+// changes parent has its ".." pointed at the new one (so the parents'
+// link counts, counted from their entries, follow), and both parents'
+// modification times are set to now. The caller has checked that both
+// names exist and that neither is an ancestor of the other's parent;
+// two names of one file are left as they are.
+func (v *Volume) Exchange(odir *Node, oldName string, ndir *Node, newName string, now time.Time) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err := v.writable(); err != nil {
+		return err
+	}
+	oe, err := v.find(odir, oldName)
+	if err != nil {
+		return err
+	}
+	on := v.node(odir, oe)
+	ne, err := v.find(ndir, newName)
+	if err != nil {
+		return err
+	}
+	nn := v.node(ndir, ne)
+	if on == nn {
+		return nil
+	}
+	// The ".." entries to rewrite, read before anything changes
+	// (vfat_get_dotdot_de).
+	if odir != ndir {
+		for _, d := range []*Node{on, nn} {
+			if !d.IsDir() {
+				continue
+			}
+			if err := v.loadDir(d); err != nil {
+				return err
+			}
+			if len(d.data) < 2*entrySize || [11]byte(d.data[entrySize:entrySize+11]) != dotdotName {
+				return syscall.EIO
+			}
+		}
+	}
+	t := toFAT(now)
+	// Each node takes the other's entry (fat_detach, fat_attach); the
+	// entries' names and case flags stay where they are.
+	delete(v.nodes, nodeKey{odir.start, on.off})
+	delete(v.nodes, nodeKey{ndir.start, nn.off})
+	on.dir, nn.dir = ndir, odir
+	on.off, nn.off = nn.off, on.off
+	on.first, nn.first = nn.first, on.first
+	on.lcase, nn.lcase = nn.lcase, on.lcase
+	v.nodes[nodeKey{ndir.start, on.off}] = on
+	v.nodes[nodeKey{odir.start, nn.off}] = nn
+	if err := v.writeEntry(on); err != nil {
+		return v.done(err)
+	}
+	if err := v.writeEntry(nn); err != nil {
+		return v.done(err)
+	}
+	if odir != ndir {
+		for _, d := range []*Node{on, nn} {
+			if !d.IsDir() {
+				continue
+			}
+			up := d.dir.start
+			if d.dir.root {
+				up = 0 // ".." of a child of the root points at cluster 0
+			}
+			setStart(d.data[entrySize:], up)
+			if err := v.writeDir(d, entrySize, 2*entrySize); err != nil {
+				return v.done(err)
+			}
+		}
+	}
+	v.touchDir(odir, t)
+	if ndir != odir {
+		v.touchDir(ndir, t)
+	}
+	return v.done(nil)
+}
+
 // Sync writes the FAT, FSInfo and the device's caches out.
 func (v *Volume) Sync() error {
 	v.mu.Lock()
