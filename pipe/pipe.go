@@ -136,6 +136,7 @@ var (
 	errEPERM  error = syscall.EPERM
 	errENXIO  error = syscall.ENXIO
 	errEIO    error = syscall.EIO
+	errEBADF  error = syscall.EBADF
 )
 
 // A waiter is one blocked call. Its waker removes it from its queue under
@@ -477,21 +478,63 @@ const yieldSize = 2 * PageSize
 // (O_DIRECT) each page-sized piece is a packet that a read returns alone.
 // A write of 0 bytes returns 0 before anything is checked.
 func (p *Pipe) Write(src iov.Iter, nonblock, pkt bool) (int, error) {
+	n, _, err := p.write(src, nonblock, pkt, nil)
+	return n, err
+}
+
+// A Holder is a reference to the write end a call of WriteHold comes
+// through, which its caller takes only if the call drops the lock
+// (to wait, or to yield): the open file, which a concurrent close may
+// release. Hold takes the reference, or reports false when the end was
+// released already. It is called with the pipe's lock held and must not
+// block or take that lock.
+type Holder interface {
+	Hold() bool
+}
+
+// WriteHold is Write for a caller that holds no reference to its write
+// end (h) unless the call asks for one: a write that never drops the
+// lock needs none, as an end's close takes the lock too and so comes
+// wholly before or after it. With no write end left (the caller's was
+// released under it) it gives EBADF; before the write drops the lock it
+// takes h.Hold, and if that fails it returns what it wrote, or EBADF
+// when that is nothing. held says it took the reference, which the
+// caller then drops.
+func (p *Pipe) WriteHold(src iov.Iter, nonblock, pkt bool, h Holder) (n int, held bool, err error) {
+	return p.write(src, nonblock, pkt, h)
+}
+
+// hold takes h's reference for a write about to drop the lock, once; a
+// nil h means the caller holds its end already.
+func hold(h Holder, held *bool) bool {
+	if h == nil || *held {
+		return true
+	}
+	*held = h.Hold()
+	return *held
+}
+
+// write is Write and WriteHold.
+func (p *Pipe) write(src iov.Iter, nonblock, pkt bool, h Holder) (int, bool, error) {
 	total := src.Len()
 	if total == 0 {
-		return 0, nil
+		return 0, false, nil
 	}
 	p.mu.Lock()
+	if p.writers == 0 && h != nil {
+		p.mu.Unlock()
+		return 0, false, errEBADF
+	}
 	if p.readers == 0 {
 		p.mu.Unlock()
-		return 0, errEPIPE
+		return 0, false, errEPIPE
 	}
 	// The whole write fits the first waiting reader's buffer (and is one
 	// packet, in packet mode): hand it over, without the ring.
 	if w := p.rdq.head; w != nil && w.direct && total <= w.dst.Len() && (!pkt || total <= PageSize) {
 		p.rdq.pop()
-		if src.Kind() == iov.KindBuf {
-			iov.CopyAll(w.dst, src.Segment())
+		if seg := w.dst.Segment(); len(seg) >= total && src.Kind() == iov.KindBuf {
+			copy(seg, src.Segment()) // one buffer into one: the common case
 		} else {
 			moveIter(w.dst, &src, total)
 		}
@@ -500,9 +543,10 @@ func (p *Pipe) Write(src iov.Iter, nonblock, pkt bool) (int, error) {
 		p.wakeOne(w, total, &woken)
 		p.mu.Unlock()
 		woken.wake()
-		return total, nil
+		return total, false, nil
 	}
 	ret := 0
+	held := false
 	var err error
 	var woken wakeList
 	wakeNextWriter := false
@@ -528,7 +572,7 @@ func (p *Pipe) Write(src iov.Iter, nonblock, pkt bool) (int, error) {
 			}
 		}
 	}
-	if p.handed && total >= yieldSize && p.empty() {
+	if p.handed && total >= yieldSize && p.empty() && hold(h, &held) {
 		p.mu.Unlock()
 		runtime.Gosched()
 		p.mu.Lock()
@@ -571,6 +615,12 @@ func (p *Pipe) Write(src iov.Iter, nonblock, pkt bool) (int, error) {
 			}
 			break
 		}
+		if !hold(h, &held) {
+			if ret == 0 {
+				err = errEBADF
+			}
+			break
+		}
 		if readable {
 			p.wake()
 			readable = false
@@ -590,7 +640,7 @@ out:
 	if readable {
 		p.wake()
 	}
-	return ret, err
+	return ret, held, err
 }
 
 // feed copies src straight into the waiting readers' buffers, in the

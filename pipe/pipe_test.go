@@ -2,6 +2,9 @@ package pipe
 
 import (
 	"bytes"
+	"fmt"
+	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/iovfs/iovfs/iov"
@@ -60,5 +63,77 @@ func TestRoundSize(t *testing.T) {
 		if got := roundSize(c.in); got != c.want {
 			t.Errorf("roundSize(%d) = %d, want %d", c.in, got, c.want)
 		}
+	}
+}
+
+// holder counts Hold calls and answers ok.
+type holder struct {
+	ok    bool
+	calls int
+}
+
+func (h *holder) Hold() bool { h.calls++; return h.ok }
+
+// TestWriteHold checks WriteHold's reference: none for a write that does
+// not wait, one taken before it waits, EBADF when the end is gone or the
+// reference cannot be had, and the count written when some was.
+func TestWriteHold(t *testing.T) {
+	buf := make([]byte, DefaultSize)
+
+	p := NewPair()
+	h := &holder{ok: true}
+	if n, held, err := p.WriteHold(iov.Buf(buf[:DefaultSize-PageSize]), false, false, h); n != DefaultSize-PageSize || held || err != nil || h.calls != 0 {
+		t.Fatalf("write that fits = %d, %v, %v after %d Holds; want %d, false, nil, 0", n, held, err, h.calls, DefaultSize-PageSize)
+	}
+	// The ring is full after this, its last page 96 bytes short.
+	if n, _, err := p.WriteHold(iov.Buf(buf[:4000]), false, false, h); n != 4000 || err != nil {
+		t.Fatalf("filling write = %d, %v", n, err)
+	}
+	refused := &holder{}
+	if n, held, err := p.WriteHold(iov.Buf(buf[:100]), false, false, refused); n != 0 || held || err != syscall.EBADF || refused.calls != 1 {
+		t.Fatalf("write that must wait, Hold refused = %d, %v, %v after %d Holds; want 0, false, EBADF, 1", n, held, err, refused.calls)
+	}
+	// A write past PIPE_BUF takes what fits (its tail, merged into the
+	// last page), then stops where it would wait.
+	if n, held, err := p.WriteHold(iov.Buf(buf[:2*Buf+50]), false, false, refused); n != 50 || held || err != nil {
+		t.Fatalf("large write, Hold refused = %d, %v, %v; want 50, false, nil", n, held, err)
+	}
+	queued := DefaultSize - PageSize + 4000 + 50
+	done := make(chan error)
+	go func() {
+		n, held, err := p.WriteHold(iov.Buf(buf[:100]), false, false, h)
+		if n != 100 || !held || err != nil {
+			err = fmt.Errorf("write that waited = %d, %v, %v; want 100, true, nil", n, held, err)
+		}
+		done <- err
+	}()
+	for { // until the write waits
+		p.mu.Lock()
+		waiting := p.wrq.head != nil
+		p.mu.Unlock()
+		if waiting {
+			break
+		}
+		runtime.Gosched()
+	}
+	for got := 0; got < queued+100; {
+		n, err := p.Read(iov.Buf(buf), false)
+		if err != nil || n == 0 {
+			t.Fatalf("read = %d, %v", n, err)
+		}
+		got += n
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if h.calls != 1 {
+		t.Fatalf("%d Holds for one wait, want 1", h.calls)
+	}
+
+	// The write end is gone: EBADF, before EPIPE and without a Hold.
+	p.Close(false, true)
+	h = &holder{ok: true}
+	if n, held, err := p.WriteHold(iov.Buf(buf[:1]), false, false, h); n != 0 || held || err != syscall.EBADF || h.calls != 0 {
+		t.Fatalf("write with no write end = %d, %v, %v after %d Holds; want 0, false, EBADF, 0", n, held, err, h.calls)
 	}
 }

@@ -175,6 +175,10 @@ func (f *file) tryRef() bool {
 	}
 }
 
+// Hold implements pipe.Holder: a write to a pipe takes its reference
+// only if it waits.
+func (f *file) Hold() bool { return f.tryRef() }
+
 // release drops one descriptor's reference and, on the last one, releases
 // the handle.
 func (f *file) release() error {

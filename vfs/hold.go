@@ -8,6 +8,12 @@ package vfs
 // never block keep the lock-free, reference-free path: the only cost to
 // them is the test of fmHold in a mode word already loaded.
 //
+// A write to a pipe (Proc.Write, and Writev of one buffer) is the one
+// exception: it takes the reference only if it has to drop the pipe's
+// lock (pipe.Pipe.WriteHold). A write that never drops it needs none,
+// since the end's release takes that lock too, and a write that finds
+// no write end left gives EBADF, as the call would a moment later.
+//
 // Each function is the body of the matching call, between tryRef and
 // release. A failed tryRef means a concurrent close released the file
 // after the table lookup: the call sees EBADF, as it would a moment later.

@@ -41,13 +41,13 @@ func (p *Proc) Write(fd int, b []byte) (int, error) {
 	}
 	if f.mode&fmHold != 0 {
 		if e := f.pipe; e != nil {
-			// heldWrite's work for a pipe, written out, as in Read.
-			if !f.tryRef() {
-				return 0, errEBADF
-			}
+			// heldWrite's work for a pipe, written out, as in Read; the
+			// reference is taken only if the write waits (WriteHold).
 			fl := e.flags.Load()
-			n, err := e.p.Write(iov.Buf(b[:min(len(b), iov.MaxCount)]), fl&endNonblock != 0, fl&endPacket != 0)
-			f.release()
+			n, held, err := e.p.WriteHold(iov.Buf(b[:min(len(b), iov.MaxCount)]), fl&endNonblock != 0, fl&endPacket != 0, f)
+			if held {
+				f.release()
+			}
 			return n, err
 		}
 		return f.heldWrite(b)
@@ -108,12 +108,11 @@ func (p *Proc) Writev(fd int, iovs [][]byte) (int, error) {
 	if f.mode&fmHold != 0 {
 		if len(iovs) == 1 && len(iovs[0]) != 0 { // write(2)'s path, as below
 			if e := f.pipe; e != nil { // as in Write
-				if !f.tryRef() {
-					return 0, errEBADF
-				}
 				fl := e.flags.Load()
-				n, err := e.p.Write(iov.Buf(iovs[0][:min(len(iovs[0]), iov.MaxCount)]), fl&endNonblock != 0, fl&endPacket != 0)
-				f.release()
+				n, held, err := e.p.WriteHold(iov.Buf(iovs[0][:min(len(iovs[0]), iov.MaxCount)]), fl&endNonblock != 0, fl&endPacket != 0, f)
+				if held {
+					f.release()
+				}
 				return n, err
 			}
 			return f.heldWrite(iovs[0])
