@@ -16,6 +16,8 @@ import (
 type dirHandle struct {
 	cur disk.DirCursor
 	d   *dirNode
+	// atimeState is the open directory's atime policy and O_NOATIME (atime.go).
+	atimeState
 }
 
 // Read implements vfs.Reader: EISDIR, as generic_read_dir.
@@ -26,6 +28,14 @@ func (*dirHandle) Read([]byte, int64) (int, error) { return 0, syscall.EISDIR }
 // blocks; a read-write mount's listing is the directory as it is, and a
 // change since the last fill makes the cursor read it again.
 func (h *dirHandle) Iterate(pos int64, ctx *vfs.DirContext) (int64, error) {
+	np, err := h.list(pos, ctx)
+	if h.d.fs.w != nil {
+		h.d.fs.accessRef(h.d.ref, h.atimeMode(true)) // iterate_dir's file_accessed
+	}
+	return np, err
+}
+
+func (h *dirHandle) list(pos int64, ctx *vfs.DirContext) (int64, error) {
 	d := h.d
 	fs := d.fs
 	if fs.w == nil {

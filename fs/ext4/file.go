@@ -45,6 +45,8 @@ type handle struct {
 	// inode from Open to Release.
 	as     *disk.Caller
 	caller disk.Caller
+	// atimeState is the open file's atime policy and O_NOATIME (atime.go).
+	atimeState
 }
 
 // mapCache holds the last Mapping a handle used, like ExtentCache, but
@@ -185,7 +187,7 @@ func (h *handle) Read(p []byte, off int64) (n int, err error) {
 		return 0, errEINVAL
 	}
 	in, s, ok := h.fs.vol.Snapshot(h.ref)
-	if !ok {
+	if !ok || len(p) == 0 {
 		return h.readRetry(p, off)
 	}
 	p = p[:limit(in, off, len(p))]
@@ -210,6 +212,7 @@ func (h *handle) Read(p []byte, off int64) (n int, err error) {
 			n = copy(p, src)
 			debug.SetPanicOnFault(old)
 			if h.ref.Valid(s) {
+				h.accessed(in)
 				return n, nil
 			}
 			return h.readRetry(p, off)
@@ -217,19 +220,24 @@ func (h *handle) Read(p []byte, off int64) (n int, err error) {
 	}
 	n, err = h.read(in, s, p, off)
 	if h.ref.Valid(s) {
+		h.accessed(in)
 		return n, h.fs.check("ext4_file_read_iter", err)
 	}
 	return h.readRetry(p, off)
 }
 
 // readRetry is Read through disk.Volume.Read: for a read that met a
-// change of the inode, or could not start without the lock.
+// change of the inode, or could not start without the lock, and one of
+// no bytes (which leaves atime alone, as ext4_file_read_iter).
 func (h *handle) readRetry(p []byte, off int64) (n int, err error) {
 	err = h.fs.vol.Read(h.ref, func(in *disk.Inode) error {
 		var rerr error
 		n, rerr = h.read(in, h.ref.Seq(), p[:limit(in, off, len(p))], off)
 		return rerr
 	})
+	if len(p) > 0 && h.fs.w != nil {
+		h.fs.accessRef(h.ref, h.atimeMode(false))
+	}
 	return n, h.fs.check("ext4_file_read_iter", err)
 }
 
@@ -280,12 +288,13 @@ func (h *handle) ReadIter(dst iov.Iter, off int64) (n int, err error) {
 		return 0, errEINVAL
 	}
 	in, s, ok := h.fs.vol.Snapshot(h.ref)
-	if !ok {
+	if !ok || dst.Len() == 0 {
 		return h.readIterRetry(dst, off)
 	}
 	d := dst
 	d.Truncate(limit(in, off, d.Len()))
 	if d.Len() == 0 {
+		h.accessed(in) // at end of file
 		return 0, nil
 	}
 	// dax, the whole read inside the cached run: one copy into the
@@ -309,6 +318,7 @@ func (h *handle) ReadIter(dst iov.Iter, off int64) (n int, err error) {
 			n = iov.CopyAll(d, src)
 			debug.SetPanicOnFault(old)
 			if h.ref.Valid(s) {
+				h.accessed(in)
 				return n, nil
 			}
 			return h.readIterRetry(dst, off)
@@ -316,6 +326,7 @@ func (h *handle) ReadIter(dst iov.Iter, off int64) (n int, err error) {
 	}
 	n, err = h.readIter(in, s, d, off)
 	if h.ref.Valid(s) {
+		h.accessed(in)
 		return n, h.fs.check("ext4_file_read_iter", err)
 	}
 	return h.readIterRetry(dst, off)
@@ -335,6 +346,9 @@ func (h *handle) readIterRetry(dst iov.Iter, off int64) (n int, err error) {
 		n, rerr = h.readIter(in, h.ref.Seq(), d, off)
 		return rerr
 	})
+	if dst.Len() > 0 && h.fs.w != nil {
+		h.fs.accessRef(h.ref, h.atimeMode(false))
+	}
 	return n, h.fs.check("ext4_file_read_iter", err)
 }
 

@@ -351,6 +351,7 @@ func mountRW(req vfs.MountRequest, b *vfs.Backing, opts mountOpts, logf func(str
 		return nil, err
 	}
 	w.Batch = true
+	startClock() // atime.go
 	if opts.commit > 0 {
 		w.CommitInterval = opts.commit
 	}
