@@ -358,20 +358,27 @@ func (v *Volume) find(n *Node, name string) (*entry, error) {
 	return e, nil
 }
 
-// aliasTaken reports whether a short entry of n has the alias s
-// (fat_scan).
+// aliasTaken reports whether a short entry of n has the alias s, as
+// fat_scan's walk of the whole directory finds, through the directory's
+// count of short entries per alias (built at the first call, kept by
+// addSlots and removeSlots).
 func (v *Volume) aliasTaken(n *Node, s [11]byte) bool {
-	d := n.data
-	for off := 0; off+entrySize <= len(d); off += entrySize {
-		e := d[off : off+entrySize]
-		if e[0] == 0 || e[0] == deletedFlag || e[11] == attrLFN || e[11]&AttrVolume != 0 {
-			continue
-		}
-		if [11]byte(e[:11]) == s {
-			return true
+	if n.aliases == nil {
+		n.aliases = map[[11]byte]int32{}
+		d := n.data
+		for off := 0; off+entrySize <= len(d); off += entrySize {
+			if e := d[off : off+entrySize]; isShortEntry(e) {
+				n.aliases[[11]byte(e[:11])]++
+			}
 		}
 	}
-	return false
+	return n.aliases[s] > 0
+}
+
+// isShortEntry reports whether slot e is a short entry that fat_scan
+// compares: in use, neither a long-name slot nor a volume label.
+func isShortEntry(e []byte) bool {
+	return e[0] != 0 && e[0] != deletedFlag && e[11] != attrLFN && e[11]&AttrVolume == 0
 }
 
 // addSlots writes the slots into the first run of free slots of n that
@@ -382,9 +389,15 @@ func (v *Volume) addSlots(n *Node, slots []byte) (int, error) {
 		return 0, err
 	}
 	need := len(slots) / entrySize
-	run, at := 0, -1
-	for off := 0; off+entrySize <= len(n.data); off += entrySize {
+	// The first run of free slots that fits, searched from the first
+	// free slot (freeHint: none lies before it), as a search from the
+	// start finds it.
+	run, at, firstFree := 0, -1, -1
+	for off := min(n.freeHint, len(n.data)); off+entrySize <= len(n.data); off += entrySize {
 		if c := n.data[off]; c == 0 || c == deletedFlag {
+			if firstFree < 0 {
+				firstFree = off
+			}
 			if run == 0 {
 				at = off
 			}
@@ -421,12 +434,25 @@ func (v *Volume) addSlots(n *Node, slots []byte) (int, error) {
 		v.stagePlaceholder(cs)
 	}
 	copy(n.data[at:], slots)
+	switch {
+	case firstFree < 0 || firstFree == at:
+		n.freeHint = at + len(slots)
+	default:
+		n.freeHint = firstFree
+	}
+	if e := n.data[at+len(slots)-entrySize : at+len(slots)]; n.aliases != nil && isShortEntry(e) {
+		n.aliases[[11]byte(e[:11])]++
+	}
 	v.indexAdd(n, at, at+len(slots)-entrySize)
 	return at, v.writeDir(n, at, at+len(slots))
 }
 
 // removeSlots marks slots [first, last] of n deleted (fat_remove_entries).
 func (v *Volume) removeSlots(n *Node, first, last int) error {
+	if e := n.data[last : last+entrySize]; n.aliases != nil && isShortEntry(e) {
+		n.aliases[[11]byte(e[:11])]--
+	}
+	n.freeHint = min(n.freeHint, first)
 	for off := first; off <= last; off += entrySize {
 		n.data[off] = deletedFlag
 	}

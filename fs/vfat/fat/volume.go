@@ -66,6 +66,8 @@ type Node struct {
 	data     []byte             // directories: the directory's bytes, once loaded
 	dirty    []uint64           // directories: sectors of data changed since the last sync (writeDir)
 	index    map[string]indexed // directories: folded names, once built (dir.go)
+	aliases  map[[11]byte]int32 // directories: short entries per alias, once built (aliasTaken)
+	freeHint int                // directories: no free slot lies before this offset (addSlots)
 	unlinked bool
 	opens    int
 }
@@ -502,6 +504,7 @@ func (v *Volume) evictIfUnused(n *Node) error {
 		v.forgetDir(n)
 	}
 	n.chain, n.start, n.size, n.data = nil, 0, 0, nil
+	n.aliases, n.freeHint = nil, 0
 	return nil
 }
 
