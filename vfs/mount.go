@@ -7,6 +7,7 @@ package vfs
 
 import (
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -298,9 +299,14 @@ func (ns *Namespace) MountFS(path string, fs FileSystem, readonly bool) error {
 // see AtimePolicy. MS_REMOUNT|MS_BIND changes those flags of the mount
 // whose root is target (EINVAL if target is not a mount's root), keeping
 // them if none is given, as Linux's do_reconfigure_mnt; it cannot change
-// the mount's read-only state (EINVAL). A target that is not a directory
-// gives ENOTDIR, an unknown fstype ENODEV. Other MS_* flags are accepted
-// and ignored. A process without CAP_SYS_ADMIN gets EPERM once target is
+// the mount's read-only state (EINVAL). The words ro, rw, sync, async,
+// dirsync, lazytime, nolazytime, mand and nomand in data are taken as the
+// superblock flags they name and never reach the file system, as
+// Linux's vfs_parse_sb_flag takes them: "ro" makes the file system
+// read-only as MS_RDONLY does, "rw" undoes MS_RDONLY for the file system
+// (which then may write, a journal replay say) but not for the mount. A
+// target that is not a directory gives ENOTDIR, an unknown fstype
+// ENODEV. Other MS_* flags are accepted and ignored. A process without CAP_SYS_ADMIN gets EPERM once target is
 // found.
 func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) error {
 	loc, err := p.walk(target, true)
@@ -343,24 +349,73 @@ func (p *Proc) Mount(source, target, fstype string, flags uintptr, data string) 
 	if fn == nil {
 		return pathErr("mount", target, unix.ENODEV)
 	}
+	sbFlags, fsData, shown := superFlags(flags, data)
 	abs, _ := p.pathOf(loc)
-	fs, err := fn(MountRequest{Proc: p, Source: source, Flags: flags, Data: data, Target: abs})
+	fs, err := fn(MountRequest{Proc: p, Source: source, Flags: sbFlags, Data: fsData, Target: abs})
 	if err != nil {
 		return pathErr("mount", source, err)
 	}
-	m, err := p.ns.attach(loc.mnt, loc.node, fs, fs.Root(), readonly)
+	m, err := p.ns.attachRO(loc.mnt, loc.node, fs, fs.Root(), readonly, sbFlags&unix.MS_RDONLY != 0)
 	if err != nil {
 		if sd, ok := fs.(Shutdowner); ok {
 			sd.Shutdown()
 		}
 		return pathErr("mount", target, err)
 	}
-	m.stFlags.Store(mountStFlags(flags))
+	m.stFlags.Store(mountStFlags(sbFlags))
 	m.setAtime(flags)
 	p.ns.mu.Lock()
-	m.source, m.fstype, m.data = source, fstype, data
+	m.source, m.fstype, m.data = source, fstype, shown
 	p.ns.mu.Unlock()
 	return nil
+}
+
+// sbFlagWords are the words of mount(2)'s data that Linux's VFS takes as
+// superblock flags before the file system sees the data
+// (vfs_parse_sb_flag, by the key of a key=value word too): each sets or
+// clears its flag, the last word for a flag winning.
+var sbFlagWords = map[string]struct {
+	flag uintptr
+	set  bool
+}{
+	"ro": {unix.MS_RDONLY, true}, "rw": {unix.MS_RDONLY, false},
+	"sync": {unix.MS_SYNCHRONOUS, true}, "async": {unix.MS_SYNCHRONOUS, false},
+	"dirsync":  {unix.MS_DIRSYNC, true},
+	"lazytime": {unix.MS_LAZYTIME, true}, "nolazytime": {unix.MS_LAZYTIME, false},
+	"mand": {unix.MS_MANDLOCK, true}, "nomand": {unix.MS_MANDLOCK, false},
+}
+
+// superFlags applies the superblock-flag words of data to the mount(2)
+// flags: sb is the file system's flags (MS_RDONLY there makes the file
+// system itself read-only, as SB_RDONLY; the mount stays read-only too
+// if flags had MS_RDONLY, as MNT_READONLY), fsData the data without
+// those words, which the file system never sees, and shown the data as
+// the mount table lists it, without "ro" and "rw" (its first word says
+// which the mount is).
+func superFlags(flags uintptr, data string) (sb uintptr, fsData, shown string) {
+	sb = flags
+	if data == "" {
+		return sb, "", ""
+	}
+	var fsw, sw []string
+	for _, w := range strings.Split(data, ",") {
+		key, _, _ := strings.Cut(w, "=") // the key alone decides, a value is ignored
+		f, ok := sbFlagWords[key]
+		if !ok {
+			fsw = append(fsw, w)
+			sw = append(sw, w)
+			continue
+		}
+		if f.set {
+			sb |= f.flag
+		} else {
+			sb &^= f.flag
+		}
+		if f.flag != unix.MS_RDONLY {
+			sw = append(sw, w)
+		}
+	}
+	return sb, strings.Join(fsw, ","), strings.Join(sw, ",")
 }
 
 // Unmount removes the mount at target, as umount2(2) does. target must be

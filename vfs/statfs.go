@@ -67,6 +67,7 @@ func mountStFlags(ms uintptr) uint64 {
 		{unix.MS_NOSUID, unix.ST_NOSUID}, {unix.MS_NODEV, unix.ST_NODEV},
 		{unix.MS_NOEXEC, unix.ST_NOEXEC}, {unix.MS_NOATIME, unix.ST_NOATIME},
 		{unix.MS_NODIRATIME, unix.ST_NODIRATIME}, {unix.MS_SYNCHRONOUS, unix.ST_SYNCHRONOUS},
+		{unix.MS_MANDLOCK, unix.ST_MANDLOCK},
 		{unix.MS_NOSYMFOLLOW, stNosymfollow},
 	} {
 		if uint64(ms)&b.ms != 0 {
