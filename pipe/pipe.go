@@ -293,6 +293,9 @@ type Pipe struct {
 	tail uint32
 	// readers and writers count the open ends.
 	readers, writers int32
+	// handed says the last write handed its bytes to a waiting reader,
+	// which is likely on its way back for more (see yieldSize).
+	handed bool
 	// rdq and wrq are the blocked reads and writes; rown is the reader
 	// waiter of the pipe's own (readWaiter).
 	rdq   waitq
@@ -301,9 +304,6 @@ type Pipe struct {
 	wrq   waitq
 	// maxUsage is the capacity in slots.
 	maxUsage uint32
-	// handed says the last write handed its bytes to a waiting reader,
-	// which is likely on its way back for more (see yieldSize).
-	handed bool
 	// private is set at NewPrivate and read-only after.
 	private bool
 	// rCounter and wCounter count every open of each kind, for FIFO opens
