@@ -67,3 +67,77 @@ func TestAliasTails(t *testing.T) {
 	}
 	v.Close()
 }
+
+// TestExchangeFollowsFiles: after Exchange each name reaches the other
+// file, and a node held across the exchange (an open file) is still its
+// file: what is written through it is read under its new name, and a
+// directory moved under another parent lists its own entries there.
+func TestExchangeFollowsFiles(t *testing.T) {
+	now := time.Date(2024, 5, 6, 7, 8, 10, 0, time.UTC)
+	v, err := fat.Open(&memDev{seed(t)}, fat.Options{Writeback: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, _ := v.Lookup(v.Root(), "Sub")
+	a, err := v.Create(v.Root(), "file a", false, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := v.Create(v.Root(), "dir d", true, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Create(d, "inside d", false, now); err != nil {
+		t.Fatal(err)
+	}
+	long, err := v.Lookup(sub, "long name file.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := make([]byte, 64)
+	kb, _ := v.ReadAt(long, before, 0)
+	if kb == 0 {
+		t.Fatal("Sub/long name file.txt of the seed reads nothing")
+	}
+	if err := v.Exchange(v.Root(), "file a", sub, "long name file.txt", now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.WriteAt(a, []byte("through the held node"), 0, now); err != nil {
+		t.Fatal(err)
+	}
+	n, err := v.Lookup(sub, "long name file.txt")
+	if err != nil || n != a {
+		t.Fatalf("Sub/long name file.txt after the exchange: %v, %v; want the node of file a", n, err)
+	}
+	n, err = v.Lookup(v.Root(), "FILE A")
+	if err != nil || n != long {
+		t.Fatalf("file a after the exchange: %v, %v; want the node of Sub/long name file.txt", n, err)
+	}
+	b := make([]byte, 64)
+	k, _ := v.ReadAt(n, b, 0)
+	if string(b[:k]) != string(before[:kb]) {
+		t.Errorf("file a reads %q, want what Sub/long name file.txt held, %q", b[:k], before[:kb])
+	}
+	if err := v.Exchange(sub, "long name file.txt", v.Root(), "dir d", now); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := v.Lookup(sub, "long name file.txt")
+	if err != nil || moved != d || v.Parent(d) != sub {
+		t.Fatalf("the directory is not under Sub after the exchange: %v %v", moved, err)
+	}
+	var names []string
+	v.ReadDir(moved, 0, func(e fat.DirEntry) bool { names = append(names, e.Name); return true })
+	if len(names) != 1 || names[0] != "inside d" {
+		t.Errorf("the moved directory lists %q", names)
+	}
+	k, _ = v.ReadAt(a, b, 0)
+	if string(b[:k]) != "through the held node" {
+		t.Errorf("the held file reads %q", b[:k])
+	}
+	if n, err := v.Lookup(v.Root(), "dir d"); err != nil || n != a {
+		t.Errorf("dir d is not the held file after the second exchange: %v", err)
+	}
+	if err := v.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
