@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -287,5 +288,35 @@ func copyFile(t *testing.T, from, to string) {
 	defer out.Close()
 	if _, err := io.Copy(out, in); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRootOtherGroup: a caller with fs uid 0 and another fs gid makes
+// files of its group, on the export as on the kernel's tmpfs.
+func TestRootOtherGroup(t *testing.T) {
+	p := newProc(t)
+	mnt, _ := export(t, p, "/tmp", Options{})
+	kern := t.TempDir()
+	if err := unix.Mount("tmpfs", kern, "tmpfs", 0, "size=16m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(kern, 0) })
+	runtime.LockOSThread() // setfsgid changes this thread only
+	defer runtime.UnlockOSThread()
+	prev, _ := unix.SetfsgidRetGid(1000)
+	defer unix.Setfsgid(prev)
+	var got [2]uint32
+	for i, d := range []string{mnt, kern} {
+		fd, err := unix.Open(filepath.Join(d, "f"), unix.O_CREAT|unix.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Stat_t
+		unix.Fstat(fd, &st)
+		unix.Close(fd)
+		got[i] = st.Gid
+	}
+	if got[0] != got[1] || got[1] != 1000 {
+		t.Errorf("group of a file made with fs gid 1000: export %d, kernel %d", got[0], got[1])
 	}
 }

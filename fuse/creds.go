@@ -42,9 +42,10 @@ func (c *credentials) init(base *vfs.Proc) {
 }
 
 // proc returns the thread that serves a request from the caller in h.
-// Root callers and the kernel's own requests (pid 0) get the server's
-// Proc, with root's full privileges, as a root process has on a local
-// file system.
+// Callers with uid and gid 0 and the kernel's own requests (pid 0) get
+// the server's Proc, with root's full privileges, as a root process has
+// on a local file system; a caller with uid 0 and another gid gets a
+// thread of its own, as privileged, whose new files get its group.
 func (c *credentials) proc(h *gofuse.InHeader) (*vfs.Proc, error) {
 	return c.procUmask(h, 0)
 }
@@ -60,7 +61,7 @@ func (c *credentials) proc(h *gofuse.InHeader) (*vfs.Proc, error) {
 // every permission check for it.
 func (c *credentials) procUmask(h *gofuse.InHeader, umask uint32) (*vfs.Proc, error) {
 	umask &= 0o777
-	server := h.Uid == 0 || h.Pid == 0 || anonymous(h)
+	server := (h.Uid == 0 && h.Gid == 0) || h.Pid == 0 || anonymous(h)
 	if server && umask == 0 {
 		return c.base, nil
 	}
