@@ -342,7 +342,14 @@ func (tw *twin) finish(t *testing.T, dir string) (kb []byte, wimg string) {
 // sameXattrState compares the xattr states of files in the kernel's image
 // and the Writer's, and returns how many of the kernel's files share a
 // block with another.
-func sameXattrState(t *testing.T, kimg, wimg []byte, files []string) (shared int) {
+//
+// The kernel shares a block only when its mbcache still holds an equal
+// one, and the cache's shrinker drops entries under memory pressure (a
+// loaded CI machine): where the kernel made two equal blocks and the
+// Writer shared one, the files' states differ only in the blocks'
+// reference counts and in the sharing, which is counted in unshared and
+// accepted (e2fsck checks the Writer's counts).
+func sameXattrState(t *testing.T, kimg, wimg []byte, files []string) (shared, unshared int) {
 	t.Helper()
 	ks, ws := xattrState(t, kimg, files), xattrState(t, wimg, files)
 	for i := range ks {
@@ -350,10 +357,25 @@ func sameXattrState(t *testing.T, kimg, wimg []byte, files []string) (shared int
 			shared++
 		}
 		if ks[i] != ws[i] {
+			if withoutSharing(ks[i]) == withoutSharing(ws[i]) && strings.Count(ks[i], "shared-with") <= strings.Count(ws[i], "shared-with") {
+				unshared++
+				continue
+			}
 			t.Errorf("%s:\n kernel %s\n iovfs  %s", files[i], ks[i], ws[i])
 		}
 	}
-	return shared
+	return shared, unshared
+}
+
+// withoutSharing is an xattrState line without what sharing changes: the
+// block's reference count (h_refcount, bytes 4 to 8) and its owner.
+func withoutSharing(line string) string {
+	line, _, _ = strings.Cut(line, " shared-with=")
+	if i := strings.Index(line, " block="); i >= 0 && len(line) >= i+len(" block=")+16 {
+		j := i + len(" block=") + 8 // hex digits of bytes 4 to 8
+		line = line[:j] + "00000000" + line[j+8:]
+	}
+	return line
 }
 
 // TestWriterXattrDifferential: random setxattr/removexattr sequences
@@ -446,7 +468,9 @@ func TestWriterXattrDifferential(t *testing.T) {
 				}
 				want := treeOf(t, tw.mnt)
 				kb, wimg := tw.finish(t, dir)
-				seen["shared-block"] += sameXattrState(t, kb, tw.dev, files)
+				shared, unshared := sameXattrState(t, kb, tw.dev, files)
+				seen["shared-block"] += shared
+				seen["kernel-cache-missed"] += unshared
 				wm, wum := kmount(t, wimg, "ro,noload")
 				got := treeOf(t, wm)
 				wum()
