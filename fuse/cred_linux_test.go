@@ -57,6 +57,10 @@ func credSetup(t *testing.T, root string) {
 	// WRITE_KILL_SUIDGID and then keeps the mode it had cached).
 	file("kp-own", 0o6777, 1000, 1000)
 	file("kp-own-direct", 0o6777, 1000, 1000)
+	// Set-group-ID without group execute, written by a member of its
+	// group: only S_ISUID goes, and stat must show that too.
+	file("kp-own-sg", 0o6745, 1000, 1000)
+	file("kp-own-sg-direct", 0o6745, 1000, 1000)
 }
 
 func modeBits(m uint32) os.FileMode {
@@ -201,6 +205,10 @@ func credSteps(root string) []int {
 	statxMode("kp-own")
 	write("kp-own-direct", unix.O_DIRECT)
 	statxMode("kp-own-direct")
+	write("kp-own-sg", 0)
+	statxMode("kp-own-sg")
+	write("kp-own-sg-direct", unix.O_DIRECT)
+	statxMode("kp-own-sg-direct")
 	return out
 }
 

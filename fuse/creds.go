@@ -176,6 +176,22 @@ func anonymous(h *gofuse.InHeader) bool { return h.Uid == noCaller || h.Gid == n
 // capFsetid is CAP_FSETID's bit in /proc/PID/status's CapEff.
 const capFsetid = 4
 
+// hasFsetid reports whether host thread tid has CAP_FSETID in its
+// effective set; false if the thread is gone.
+func hasFsetid(tid uint32) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+	if err != nil {
+		return false
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte("CapEff:")); ok {
+			caps, err := strconv.ParseUint(string(bytes.TrimSpace(rest)), 16, 64)
+			return err == nil && caps&(1<<capFsetid) != 0
+		}
+	}
+	return false
+}
+
 // inGroupOrCapable reports whether host thread tid is in group gid (its
 // fs gid or a supplementary group) or has CAP_FSETID, as Linux's
 // in_group_or_capable decides whether a change keeps a set-group-ID

@@ -493,8 +493,21 @@ func (r *rawFS) SetXAttr(cancel <-chan struct{}, in *gofuse.SetXAttrIn, attr str
 		return s
 	}
 	defer r.done(q)
-	return st(q.p.SetxattrFd(q.n.fd, attr, data, int(in.Flags)))
+	err := q.p.SetxattrFd(q.n.fd, attr, data, int(in.Flags))
+	if err == nil && attr == aclAccessXattr && anonymous(&in.InHeader) {
+		// An access ACL sets the mode too, and Linux's
+		// posix_acl_update_mode drops S_ISGID unless the caller is in
+		// the file's group or has CAP_FSETID: vfs does so for a caller
+		// it knows; this one came without ids.
+		if sb, err := r.s.base.Fstat(q.n.fd); err == nil && sb.Mode&unix.S_ISGID != 0 && !inGroupOrCapable(in.Pid, sb.Gid) {
+			r.s.base.Fchmodat(q.n.fd, "", sb.Mode&0o7777&^unix.S_ISGID, unix.AT_EMPTY_PATH)
+		}
+	}
+	return st(err)
 }
+
+// aclAccessXattr is XATTR_NAME_POSIX_ACL_ACCESS.
+const aclAccessXattr = "system.posix_acl_access"
 
 func (r *rawFS) RemoveXAttr(cancel <-chan struct{}, h *gofuse.InHeader, attr string) gofuse.Status {
 	q, s := r.begin(h, h.NodeId)

@@ -203,7 +203,12 @@ func (r *rawFS) Write(cancel <-chan struct{}, in *gofuse.WriteIn, data []byte) (
 	}
 	defer r.s.putHandle(h)
 	p := r.s.base
-	kill := in.WriteFlags&gofuse.WRITE_KILL_SUIDGID != 0 && r.s.setID(h.fd)
+	var mode uint32
+	kill := in.WriteFlags&gofuse.WRITE_KILL_SUIDGID != 0
+	if kill {
+		// Only a writer without CAP_FSETID comes with the flag.
+		mode, kill = r.s.setIDMode(h.fd)
+	}
 	if kill {
 		// A writer without CAP_FSETID: write as the writer, so that
 		// vfs clears the set-ID bits as Linux's file_remove_privs does
@@ -221,12 +226,8 @@ func (r *rawFS) Write(cancel <-chan struct{}, in *gofuse.WriteIn, data []byte) (
 	if kill && anonymous(&in.InHeader) && err == nil {
 		r.s.killSetID(&in.InHeader, h.fd)
 	}
-	if kill && !r.s.setID(h.fd) {
-		// After a WRITE the kernel forgets only the size and times it
-		// has cached: tell it the mode changed too, or stat shows the
-		// bits the write cleared (a negative offset leaves the page
-		// cache alone).
-		r.s.srv.InodeNotify(in.NodeId, -1, 0)
+	if kill {
+		r.s.notifyModeChange(in.NodeId, h.fd, mode)
 	}
 	if err != nil {
 		return 0, st(err)
@@ -256,10 +257,25 @@ func (s *Server) killSetID(h *gofuse.InHeader, fd int) {
 	}
 }
 
-// setID reports whether the file open as fd has a set-ID bit.
-func (s *Server) setID(fd int) bool {
+// notifyModeChange tells the kernel that the file of node id, open as
+// fd, no longer has mode: after a WRITE or FALLOCATE the kernel forgets
+// only the size and times it has cached, so stat would go on showing
+// set-ID bits the request cleared (a negative offset leaves the page
+// cache alone).
+func (s *Server) notifyModeChange(id uint64, fd int, mode uint32) {
+	if now, _ := s.setIDMode(fd); now != mode {
+		s.srv.InodeNotify(id, -1, 0)
+	}
+}
+
+// setIDMode returns the mode of the file open as fd and whether it has
+// a set-ID bit.
+func (s *Server) setIDMode(fd int) (uint32, bool) {
 	sb, err := s.base.Fstat(fd)
-	return err == nil && sb.Mode&(unix.S_ISUID|unix.S_ISGID) != 0
+	if err != nil {
+		return 0, false
+	}
+	return sb.Mode, sb.Mode&(unix.S_ISUID|unix.S_ISGID) != 0
 }
 
 func (r *rawFS) Flush(cancel <-chan struct{}, in *gofuse.FlushIn) gofuse.Status {
@@ -304,13 +320,14 @@ func (r *rawFS) Fallocate(cancel <-chan struct{}, in *gofuse.FallocateIn) gofuse
 	if err != nil {
 		return st(err)
 	}
-	setID := r.s.setID(h.fd)
+	mode, setID := r.s.setIDMode(h.fd)
 	err = p.Fallocate(h.fd, in.Mode, int64(in.Offset), int64(in.Length))
-	if setID && !r.s.setID(h.fd) {
-		// The kernel forgets only the size and times after FALLOCATE:
-		// tell it the mode changed too (a negative offset leaves the
-		// page cache alone).
-		r.s.srv.InodeNotify(in.NodeId, -1, 0)
+	if setID && err == nil && anonymous(&in.InHeader) && !hasFsetid(in.Pid) {
+		// file_modified's rule, for a caller that came without ids.
+		r.s.killSetID(&in.InHeader, h.fd)
+	}
+	if setID {
+		r.s.notifyModeChange(in.NodeId, h.fd, mode)
 	}
 	return st(err)
 }

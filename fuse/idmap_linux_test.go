@@ -44,12 +44,16 @@ func idmapSetup(t *testing.T, root string) {
 	mk("chown-me", false, 0o2755, 1000, 1000)
 	mk("chmod-me", false, 0o644, 1000, 1000)
 	mk("unmapped", false, 0o666, 70000, 70000)
+	mk("direct-sg", false, 0o6745, 1000, 2000)
+	mk("falloc-suid", false, 0o6757, 0, 0)
+	mk("acl-sg", false, 0o2755, 1000, 3000)
+	mk("acl-sg-dir", true, 0o2755, 1000, 3000)
 }
 
 // idmapNames are the files whose owners and modes the test compares at
 // the end, through the plain mounts.
 var idmapNames = []string{"d", "sgdir", "own-suid", "own-sgid-nx", "other-sgid-nx", "trunc-suid", "chown-me", "chmod-me",
-	"unmapped", "d/new", "d/sub", "d/ln", "sgdir/f", "sgdir/sub", "d/tmp"}
+	"unmapped", "direct-sg", "falloc-suid", "acl-sg", "acl-sg-dir", "d/new", "d/sub", "d/ln", "sgdir/f", "sgdir/sub", "d/tmp"}
 
 // idmapSteps are the cases, run in root as uid 1000, gid 1000, groups
 // 2000 of the file system, shown as shift more (root an idmapped mount
@@ -104,6 +108,39 @@ func idmapSteps(root string, shift int) []int {
 	e(unix.Chmod(p("chmod-me"), 0o2640))
 	stat("chmod-me")
 	e(unix.Chown(p("unmapped"), id(1000), -1))
+	// An O_DIRECT write by a member of the file's group: S_ISUID goes,
+	// S_ISGID stays (not group-executable), and stat shows it at once
+	// (on the plain mount: see own-sgid-nx).
+	if shift != 0 {
+		e(unix.Chmod(p("direct-sg"), 0o4745))
+	}
+	if fd, err := unix.Open(p("direct-sg"), unix.O_WRONLY|unix.O_DIRECT, 0); err == nil {
+		stat("direct-sg")
+		buf, _ := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+		_, err = unix.Pwrite(fd, buf, 0)
+		e(err)
+		unix.Munmap(buf)
+		unix.Close(fd)
+	} else {
+		e(err)
+	}
+	stat("direct-sg")
+	// fallocate by a non-owner without CAP_FSETID: both bits go.
+	if fd, err := unix.Open(p("falloc-suid"), unix.O_WRONLY, 0); err == nil {
+		stat("falloc-suid")
+		e(unix.Fallocate(fd, 0, 0, 8192))
+		unix.Close(fd)
+	} else {
+		e(err)
+	}
+	stat("falloc-suid")
+	// An access ACL set by the owner outside the file's group drops
+	// S_ISGID (posix_acl_update_mode), on a file and on a directory.
+	acl := []byte{2, 0, 0, 0, 1, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, 4, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, 0x20, 0, 7, 0, 0xff, 0xff, 0xff, 0xff}
+	for _, n := range []string{"acl-sg", "acl-sg-dir"} {
+		e(unix.Setxattr(p(n), "system.posix_acl_access", acl, 0))
+		stat(n)
+	}
 	fd, err := unix.Open(p("d/new"), unix.O_CREAT|unix.O_WRONLY, 0o644)
 	e(err)
 	if err == nil {
