@@ -120,42 +120,22 @@ func (c *credentials) cache(k credKey, p *vfs.Proc) *vfs.Proc {
 // shifted by the difference of the two fs gids, which maps them exactly
 // on a plain mount (no difference) and through an idmap of one range.
 func groupsOf(pid uint32, gid uint32) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
+	st, ok := readThreadStatus(pid)
+	if !ok {
 		return ""
 	}
-	var ids []int64
 	shift := int64(0)
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if rest, ok := bytes.CutPrefix(line, []byte("Gid:")); ok {
-			// real, effective, saved, fs
-			if f := bytes.Fields(rest); len(f) == 4 {
-				if fsgid, err := strconv.ParseInt(string(f[3]), 10, 64); err == nil {
-					shift = fsgid - int64(gid)
-				}
-			}
-			continue
-		}
-		rest, ok := bytes.CutPrefix(line, []byte("Groups:"))
-		if !ok {
-			continue
-		}
-		for _, f := range bytes.Fields(rest) {
-			if g, err := strconv.ParseInt(string(f), 10, 64); err == nil {
-				ids = append(ids, g)
-			}
+	if st.fsgid >= 0 {
+		shift = st.fsgid - int64(gid)
+	}
+	var ids []int64
+	for _, g := range st.groups {
+		if g -= shift; g >= 0 && g < int64(noCaller) {
+			ids = append(ids, g)
 		}
 	}
-	var out []byte
-	n := 0
-	for i := range ids {
-		if g := ids[i] - shift; g >= 0 && g < int64(noCaller) {
-			ids[n] = g
-			n++
-		}
-	}
-	ids = ids[:n]
 	slices.Sort(ids)
+	var out []byte
 	for i, g := range ids {
 		if i > 0 {
 			out = append(out, ' ')
@@ -179,17 +159,8 @@ const capFsetid = 4
 // hasFsetid reports whether host thread tid has CAP_FSETID in its
 // effective set; false if the thread is gone.
 func hasFsetid(tid uint32) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
-	if err != nil {
-		return false
-	}
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if rest, ok := bytes.CutPrefix(line, []byte("CapEff:")); ok {
-			caps, err := strconv.ParseUint(string(bytes.TrimSpace(rest)), 16, 64)
-			return err == nil && caps&(1<<capFsetid) != 0
-		}
-	}
-	return false
+	st, ok := readThreadStatus(tid)
+	return ok && st.capEff&(1<<capFsetid) != 0
 }
 
 // inGroupOrCapable reports whether host thread tid is in group gid (its
@@ -197,28 +168,43 @@ func hasFsetid(tid uint32) bool {
 // in_group_or_capable decides whether a change keeps a set-group-ID
 // bit; false if the thread is gone.
 func inGroupOrCapable(tid uint32, gid uint32) bool {
+	st, ok := readThreadStatus(tid)
+	return ok && (st.fsgid == int64(gid) || slices.Contains(st.groups, int64(gid)) || st.capEff&(1<<capFsetid) != 0)
+}
+
+// threadStatus is what the export reads of a host thread's
+// /proc/PID/status.
+type threadStatus struct {
+	fsgid  int64   // the fourth id of the Gid line; -1 if not shown
+	groups []int64 // the Groups line
+	capEff uint64  // the CapEff line
+}
+
+// readThreadStatus reads host thread tid's status; false if the thread
+// is gone.
+func readThreadStatus(tid uint32) (threadStatus, bool) {
+	st := threadStatus{fsgid: -1}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
 	if err != nil {
-		return false
+		return st, false
 	}
-	want := strconv.FormatUint(uint64(gid), 10)
 	for _, line := range bytes.Split(b, []byte("\n")) {
 		if rest, ok := bytes.CutPrefix(line, []byte("Gid:")); ok {
 			// real, effective, saved, fs
-			if f := bytes.Fields(rest); len(f) == 4 && string(f[3]) == want {
-				return true
+			if f := bytes.Fields(rest); len(f) == 4 {
+				if g, err := strconv.ParseInt(string(f[3]), 10, 64); err == nil {
+					st.fsgid = g
+				}
 			}
 		} else if rest, ok := bytes.CutPrefix(line, []byte("Groups:")); ok {
 			for _, f := range bytes.Fields(rest) {
-				if string(f) == want {
-					return true
+				if g, err := strconv.ParseInt(string(f), 10, 64); err == nil {
+					st.groups = append(st.groups, g)
 				}
 			}
 		} else if rest, ok := bytes.CutPrefix(line, []byte("CapEff:")); ok {
-			if caps, err := strconv.ParseUint(string(bytes.TrimSpace(rest)), 16, 64); err == nil && caps&(1<<capFsetid) != 0 {
-				return true
-			}
+			st.capEff, _ = strconv.ParseUint(string(bytes.TrimSpace(rest)), 16, 64)
 		}
 	}
-	return false
+	return st, true
 }
