@@ -187,6 +187,8 @@ type copier struct {
 	// walk itself (submit), without workers; nil when workers do.
 	inline []byte
 	dirs   []cpDir
+	// arenas are free batch buffers of read-aheads (under mu).
+	arenas [][]byte
 }
 
 type cpJob struct {
@@ -195,6 +197,9 @@ type cpJob struct {
 	sidx       int
 	existedDst bool
 	statLater  bool // st is not known yet: copyFile stats the opened file
+	// pre is the file read ahead (statLater jobs of an inline copy
+	// from the host), or nil.
+	pre *readFile
 }
 
 type cpDir struct {
@@ -426,6 +431,19 @@ func (c *copier) copy(src, dst endpoint, st vfs.Stat, sidx int, top bool) {
 			c.fail("cannot access '%s': %s", src.display, errMsg(err))
 			return
 		}
+		var ra *readAhead
+		if c.inline != nil && created && !src.img {
+			var paths []string
+			for i, n := range names {
+				if types[i] == unix.DT_REG {
+					paths = append(paths, src.path+"/"+n)
+				}
+			}
+			if readAheadWorth(len(paths)) {
+				ra = c.startReadAhead(src.s, paths)
+				defer ra.close()
+			}
+		}
 		for i, n := range names {
 			s := endpoint{s: src.s, path: src.path + "/" + n, display: src.display + "/" + n, img: src.img}
 			d := endpoint{s: dst.s, path: dst.path + "/" + n, display: dst.display + "/" + n, img: dst.img}
@@ -433,7 +451,11 @@ func (c *copier) copy(src, dst endpoint, st vfs.Stat, sidx int, top bool) {
 				// A regular file into a directory made by this copy:
 				// the worker stats what it opens (a lookup in a large
 				// directory is the walk's main cost).
-				c.submit(cpJob{src: s, dst: d, sidx: sidx, statLater: true})
+				j := cpJob{src: s, dst: d, sidx: sidx, statLater: true}
+				if ra != nil {
+					j.pre = ra.next()
+				}
+				c.submit(j)
 				continue
 			}
 			est, err := s.s.lstat(s.path)
@@ -510,7 +532,23 @@ func (c *copier) verbose(src, dst endpoint) {
 func (c *copier) copyFile(j cpJob, buf []byte) {
 	src, dst, st := j.src, j.dst, j.st
 	var in file
-	if j.statLater {
+	var data []byte // the whole file, read ahead
+	if pre := j.pre; pre != nil {
+		switch {
+		case pre.op == "open" || pre.op == "stat":
+			if pre.op == "open" {
+				c.fail("cannot open '%s' for reading: %s", src.display, errMsg(pre.err))
+			} else {
+				c.fail("cannot stat '%s': %s", src.display, errMsg(pre.err))
+			}
+			return
+		case pre.notReg:
+			c.fail("'%s' is not a regular file any more", src.display)
+			return
+		}
+		st, in, data = pre.st, pre.f, pre.data
+		pre.f = nil
+	} else if j.statLater {
 		var err error
 		if in, err = src.s.open(src.path); err != nil {
 			c.fail("cannot open '%s' for reading: %s", src.display, errMsg(err))
@@ -551,14 +589,16 @@ func (c *copier) copyFile(j cpJob, buf []byte) {
 			return
 		}
 	}
-	if in == nil {
+	if in == nil && data == nil {
 		var err error
 		if in, err = src.s.open(src.path); err != nil {
 			c.fail("cannot open '%s' for reading: %s", src.display, errMsg(err))
 			return
 		}
 	}
-	defer in.Close()
+	if in != nil {
+		defer in.Close()
+	}
 	mode := st.Mode & 0o777 &^ c.umask
 	if c.o.preserve {
 		mode = st.Mode & 0o777
@@ -573,18 +613,9 @@ func (c *copier) copyFile(j cpJob, buf []byte) {
 	}
 	ok := true
 	end := int64(0)
-	const blk = 4096
-	for off := int64(0); off < st.Size; {
-		n, err := in.ReadAt(buf, off)
-		if err != nil && n <= 0 {
-			c.fail("error reading '%s': %s", src.display, errMsg(err))
-			ok = false
-			break
-		}
-		if n <= 0 {
-			break
-		}
-		b := buf[:n]
+	// put writes b at off, leaving holes for its all-zero blocks.
+	put := func(b []byte, off int64) bool {
+		const blk = 4096
 		for i := 0; i < len(b); {
 			e := min(i+blk, len(b))
 			if allZero(b[i:e]) {
@@ -597,13 +628,32 @@ func (c *copier) copyFile(j cpJob, buf []byte) {
 			}
 			if err := writeAll(out, b[i:k], off+int64(i)); err != nil {
 				c.fail("error writing '%s': %s", dst.display, errMsg(err))
-				ok = false
-				break
+				return false
 			}
 			end = off + int64(k)
 			i = k
 		}
-		if !ok {
+		return true
+	}
+	if in == nil {
+		ok = put(data, 0)
+		c.progress(int64(len(data)), 0)
+		if ok && j.pre.err != nil {
+			c.fail("error reading '%s': %s", src.display, errMsg(j.pre.err))
+			ok = false
+		}
+	}
+	for off := int64(0); in != nil && off < st.Size; {
+		n, err := in.ReadAt(buf, off)
+		if err != nil && n <= 0 {
+			c.fail("error reading '%s': %s", src.display, errMsg(err))
+			ok = false
+			break
+		}
+		if n <= 0 {
+			break
+		}
+		if ok = put(buf[:n], off); !ok {
 			break
 		}
 		off += int64(n)

@@ -13,11 +13,20 @@ package fat
 // data region that is not gathered with it, and every write of metadata
 // (directories, the FAT, FSInfo), so that metadata on the device never
 // points at data that is not there yet, as with data written at once.
+//
+// A run that ends because file data goes elsewhere (the next file's
+// clusters do not follow, or the run is full) is written behind: by
+// another goroutine, from the run's buffer, while the volume stages the
+// next run in a second buffer. Every other access to the device, and
+// the next write-behind, first waits for it (settle), so the device
+// sees the same writes in the same order as when the run is written at
+// once, and a copy of many files overlaps its data writes with the
+// work of making the next files.
 
 import "syscall"
 
 // stageMax is the most bytes a run holds before it is written.
-const stageMax = 1 << 20
+const stageMax = 256 << 10
 
 // stage is the run of device bytes [off, off+len(b)) not yet written.
 type stage struct {
@@ -29,6 +38,62 @@ type stage struct {
 	// the end of its file (the rest of the cluster holds nothing of
 	// it), else the run's end.
 	slack int64
+
+	// The run being written behind: its bytes (in spare, the other
+	// buffer) and device offset. busy says a goroutine writes it and
+	// sends the result on done; failed says the write failed, and the
+	// run waits to be written again by the next settle.
+	spare  []byte
+	behind []byte
+	bOff   int64
+	busy   bool
+	failed bool
+	done   chan error
+}
+
+// settle waits for the run written behind, if any, and writes it again
+// if its write failed. It returns EIO while the run is not written.
+func (v *Volume) settle() error {
+	s := &v.stg
+	if s.busy {
+		s.busy = false
+		if err := <-s.done; err != nil {
+			s.failed = true
+		}
+	}
+	if s.failed {
+		if _, err := v.dev.WriteAt(s.behind, s.bOff); err != nil {
+			return syscall.EIO
+		}
+		s.failed = false
+	}
+	s.behind = nil
+	return nil
+}
+
+// flushBehind has the staged run written behind (see the package
+// comment above), after the previous one.
+func (v *Volume) flushBehind() error {
+	if err := v.settle(); err != nil {
+		return err
+	}
+	s := &v.stg
+	if len(s.b) == 0 {
+		return nil
+	}
+	if s.spare == nil {
+		s.spare = make([]byte, stageMax)
+		s.done = make(chan error, 1)
+	}
+	s.behind, s.bOff = s.b, s.off
+	s.buf, s.spare = s.spare, s.buf
+	s.b = s.buf[:0]
+	s.busy = true
+	go func(dev Device, b []byte, off int64, done chan<- error) {
+		_, err := dev.WriteAt(b, off)
+		done <- err
+	}(v.dev, s.behind, s.bOff, s.done)
+	return nil
 }
 
 // stageData has p, followed by z zero bytes, written at device offset
@@ -49,11 +114,14 @@ func (v *Volume) stageDataSlack(p []byte, z int, off, slack int64) error {
 	s := &v.stg
 	n := int64(len(p) + z)
 	if len(s.b) > 0 && (off < s.off || off > max(s.off+int64(len(s.b)), s.slack) || off+n-s.off > stageMax) {
-		if err := v.flushData(); err != nil {
+		if err := v.flushBehind(); err != nil {
 			return err
 		}
 	}
 	if n > stageMax {
+		if err := v.settle(); err != nil {
+			return err
+		}
 		if vw, ok := v.dev.(VecWriter); ok && len(p) > 0 && z > 0 && z <= len(zeros) {
 			v.vec = [2][]byte{p, zeros[:z]}
 			_, err := vw.WriteVecAt(v.vec[:], off)
@@ -96,9 +164,12 @@ func (v *Volume) stageDataSlack(p []byte, z int, off, slack int64) error {
 	return nil
 }
 
-// flushData writes the staged run. On an error the run stays staged,
-// for the next flush to write again.
+// flushData writes the staged run, after the run written behind. On an
+// error the run stays staged, for the next flush to write again.
 func (v *Volume) flushData() error {
+	if err := v.settle(); err != nil {
+		return err
+	}
 	s := &v.stg
 	if len(s.b) == 0 {
 		return nil
@@ -113,6 +184,9 @@ func (v *Volume) flushData() error {
 // readDev reads p from the device at off, writing the staged run first
 // when it overlaps those bytes.
 func (v *Volume) readDev(p []byte, off int64) error {
+	if err := v.settle(); err != nil {
+		return err
+	}
 	s := &v.stg
 	if len(s.b) > 0 && off < s.off+int64(len(s.b)) && s.off < off+int64(len(p)) {
 		if err := v.flushData(); err != nil {

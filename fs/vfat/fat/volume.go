@@ -140,6 +140,9 @@ func (v *Volume) WasDirty() bool { return v.wasDirty }
 
 // setState sets or clears the dirty bit (fat_set_state).
 func (v *Volume) setState(dirty bool) error {
+	if err := v.settle(); err != nil {
+		return err
+	}
 	b := make([]byte, 512)
 	if _, err := v.dev.ReadAt(b, 0); err != nil {
 		return syscall.EIO
@@ -758,6 +761,9 @@ func (v *Volume) writeAll() error {
 func (v *Volume) writeFSInfo() error {
 	if v.g.bits != 32 || v.g.fsinfo == 0 {
 		return nil
+	}
+	if err := v.settle(); err != nil {
+		return err
 	}
 	b := make([]byte, 512)
 	if _, err := v.dev.ReadAt(b, v.g.fsinfo); err != nil {
