@@ -17,7 +17,8 @@ import (
 // split per process, that conflict with other owners, and that go away
 // when the owner closes any descriptor of the file (FLUSH). flock locks
 // belong to the open file, so they are taken on the handle's own
-// descriptor.
+// descriptor; with Options.KernelFlock the kernel keeps them and never
+// asks.
 //
 // An owner's descriptors are closed when it no longer needs them (FLUSH,
 // RELEASE) or when the export ends (closeAll); one that a request is

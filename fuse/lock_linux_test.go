@@ -1,11 +1,14 @@
 package fuse
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 
+	"github.com/iovfs/iovfs/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -80,4 +83,102 @@ func TestLockDifferential(t *testing.T) {
 		}
 	}
 	t.Logf("%d results compared", len(host))
+}
+
+// TestLockDifferentialKernelFlock runs the lock sequence again with the
+// kernel keeping the flock locks.
+func TestLockDifferentialKernelFlock(t *testing.T) {
+	p := newProc(t)
+	mnt, _ := export(t, p, "/tmp", Options{KernelFlock: true})
+	host := lockSteps(t, t.TempDir())
+	got := lockSteps(t, mnt)
+	if !slices.Equal(host, got) {
+		t.Errorf("kernel %v, export %v", host, got)
+	}
+}
+
+// TestFlockKeeper takes flock(2) locks through the export and from the
+// namespace. With KernelFlock the kernel keeps the host's: /proc/locks
+// lists them with the taker's pid and the file's device and inode as
+// stat(2) gives them, a second open file of the host conflicts, and the
+// namespace sees nothing. Without it the export keeps them in the
+// namespace, where in-process callers conflict with them, and
+// /proc/locks lists none.
+func TestFlockKeeper(t *testing.T) {
+	for _, kernel := range []bool{true, false} {
+		t.Run(fmt.Sprintf("KernelFlock=%v", kernel), func(t *testing.T) {
+			p := newProc(t)
+			mnt, _ := export(t, p, "/tmp", Options{KernelFlock: kernel})
+			name := filepath.Join(mnt, "flocked")
+			f1, err := os.Create(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f1.Close()
+			f2, err := os.OpenFile(name, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f2.Close()
+			var st unix.Stat_t
+			if err := unix.Fstat(int(f1.Fd()), &st); err != nil {
+				t.Fatal(err)
+			}
+			listed := func() []testenv.ProcLock {
+				t.Helper()
+				all, err := testenv.ProcLocks()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ls []testenv.ProcLock
+				for _, l := range all {
+					if l.Major == unix.Major(st.Dev) && l.Minor == unix.Minor(st.Dev) && l.Ino == st.Ino {
+						ls = append(ls, l)
+					}
+				}
+				return ls
+			}
+			fd, err := p.Open("/tmp/flocked", unix.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close(fd)
+
+			if err := unix.Flock(int(f1.Fd()), unix.LOCK_EX); err != nil {
+				t.Fatalf("flock LOCK_EX: %v", err)
+			}
+			ls := listed()
+			if kernel {
+				if len(ls) != 1 || ls[0].Class != "FLOCK" || ls[0].Mode != "ADVISORY" || ls[0].Type != "WRITE" || ls[0].Pid != os.Getpid() {
+					t.Errorf("/proc/locks for %x:%x:%d: %+v; want one FLOCK ADVISORY WRITE of pid %d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino, ls, os.Getpid())
+				}
+			} else if len(ls) != 0 {
+				t.Errorf("/proc/locks lists the export's lock: %+v", ls)
+			}
+			if err := unix.Flock(int(f2.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != unix.EWOULDBLOCK {
+				t.Errorf("second open file's LOCK_EX|LOCK_NB while locked: %v, want EWOULDBLOCK", err)
+			}
+			err = p.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+			if kernel && err != nil {
+				t.Errorf("in-process LOCK_EX|LOCK_NB beside the kernel's lock: %v, want none", err)
+			}
+			if !kernel && err != unix.EWOULDBLOCK {
+				t.Errorf("in-process LOCK_EX|LOCK_NB beside the export's lock: %v, want EWOULDBLOCK", err)
+			}
+			p.Flock(fd, unix.LOCK_UN)
+
+			if err := unix.Flock(int(f1.Fd()), unix.LOCK_UN); err != nil {
+				t.Fatalf("flock LOCK_UN: %v", err)
+			}
+			if ls := listed(); len(ls) != 0 {
+				t.Errorf("/proc/locks after LOCK_UN: %+v", ls)
+			}
+			if err := unix.Flock(int(f2.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+				t.Errorf("second open file's LOCK_EX|LOCK_NB after unlock: %v", err)
+			}
+			if err := p.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); (err == nil) != kernel {
+				t.Errorf("in-process LOCK_EX|LOCK_NB while the second open file holds it: %v", err)
+			}
+		})
+	}
 }

@@ -108,6 +108,21 @@ type Options struct {
 	// caller's groups as /proc shows them (their ids outside the
 	// mount's idmap).
 	AllowIdmap bool
+	// KernelFlock has the host kernel keep the flock(2) locks that host
+	// processes take through the export, as it does on a local file
+	// system: FUSE_FLOCK_LOCKS is not negotiated, so the kernel locks
+	// its own inode of the file (Linux's fuse_file_flock calls
+	// locks_lock_file_wait) and sends no request. /proc/locks then lists
+	// them as FLOCK with the taker's pid, the mount's device and the
+	// file's inode number, and they conflict only with the flock locks
+	// taken through the same mount. The namespace sees nothing of them:
+	// Proc.Flock in it neither waits for nor blocks them, and its locks
+	// are invisible to the host. Without KernelFlock, the export takes
+	// them with Proc.Flock on the open file's descriptor in the
+	// namespace, where they conflict with those of in-process callers,
+	// and /proc/locks lists none. POSIX record and OFD locks are the
+	// namespace's either way (lock.go).
+	KernelFlock bool
 }
 
 // Server is a running export.
@@ -266,6 +281,9 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		ExtraCapabilities: gofuse.CAP_HANDLE_KILLPRIV_V2 | gofuse.CAP_EXPORT_SUPPORT |
 			gofuse.CAP_POSIX_ACL | gofuse.CAP_DONT_MASK,
 		IDMappedMount: opts.AllowIdmap,
+	}
+	if opts.KernelFlock {
+		mo.DisabledCapabilities |= gofuse.CAP_FLOCK_LOCKS
 	}
 	if opts.ReadOnly {
 		mo.Options = append(mo.Options, "ro")

@@ -156,6 +156,9 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 		AllowIdmap:     idmap,
 		Suid:           suid,
 		MountFlags:     hostFlags,
+		// Nothing but the kernel mount uses this namespace, so the
+		// kernel keeps flock locks: /proc/locks and lslocks show them.
+		KernelFlock: true,
 	})
 	if err != nil {
 		if errors.Is(err, syscall.EBUSY) {

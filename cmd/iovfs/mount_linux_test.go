@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/iovfs/iovfs/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // TestMountHelper is the child side of the mount tests: it runs
@@ -228,5 +229,45 @@ func TestMountAgainAfterUmount(t *testing.T) {
 	}
 	if b, err := exec.Command("e2fsck", "-fn", img).CombinedOutput(); err != nil {
 		t.Errorf("e2fsck -fn: %v\n%s", err, b)
+	}
+}
+
+// TestMountFlockListed takes a flock(2) lock on a file of an iovfs mount:
+// the kernel keeps it, so /proc/locks lists it with this process's pid and
+// the file's device and inode number, as xfstests' generic/504 expects.
+func TestMountFlockListed(t *testing.T) {
+	testenv.RequireRoot(t, "FUSE mounts need root")
+	mnt := t.TempDir()
+	c, out := startMount(t, "-t", "tmpfs", "none", mnt)
+	f, err := os.Create(filepath.Join(mnt, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	locks, err := testenv.ProcLocks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range locks {
+		if l.Class == "FLOCK" && l.Type == "WRITE" && l.Pid == os.Getpid() &&
+			l.Major == unix.Major(st.Dev) && l.Minor == unix.Minor(st.Dev) && l.Ino == st.Ino {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no FLOCK WRITE of pid %d on %x:%x:%d in /proc/locks: %+v", os.Getpid(), unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino, locks)
+	}
+	f.Close()
+	c.Process.Signal(syscall.SIGTERM)
+	out()
+	if err := c.Wait(); err != nil {
+		t.Errorf("iovfs mount after SIGTERM: %v", err)
 	}
 }
