@@ -30,6 +30,7 @@ func (t *table) load(dev Device) error {
 	n = min(n, g.fatSectors*int64(g.bps))
 	t.n = int(n)
 	t.b = make([]byte, n+4)
+	prefault(t.b)
 	if _, err := dev.ReadAt(t.b[:n], g.fatStart); err != nil {
 		return syscall.EIO
 	}

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package fat
+
+func prefault(b []byte) {}
