@@ -378,16 +378,20 @@ func splitLast(path string) (string, string) {
 // as "iovfs mount" is once the kernel has unmounted it) is waited for,
 // up to ClosingWait, since umount(8) returns before the mount's server
 // has written the image back and let go of it; so is a holder that no
-// process shows (one exiting), up to UnseenWait.
+// process shows (one exiting), up to UnseenWait. Any other holder is
+// looked at again for SettleWait before the refusal: an "iovfs mount"
+// learns that the kernel has unmounted it a moment after umount(8) has
+// returned, and marks itself closing only then.
 func Lock(f *os.File, write bool, name string) error {
 	return LockRange(f, write, name, 0, 0)
 }
 
-// How long Lock waits for a holder closing the image, and for one that
-// no process shows.
+// How long Lock waits for a holder closing the image, for one that no
+// process shows, and for any other holder to become one of those.
 const (
 	ClosingWait = time.Minute
 	UnseenWait  = 2 * time.Second
+	SettleWait  = 300 * time.Millisecond
 )
 
 // closingComm is the name MarkClosing gives the process (at most 15
@@ -410,7 +414,7 @@ func LockRange(f *os.File, write bool, name string, start, length int64) error {
 		lk.Type = unix.F_WRLCK
 	}
 	var hs []holder
-	var deadline time.Time
+	first := time.Now()
 	for {
 		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
 		if err == nil {
@@ -423,16 +427,15 @@ func LockRange(f *os.File, write bool, name string, start, length int64) error {
 		wait := ClosingWait
 		for _, h := range hs {
 			if !h.closing {
-				wait = 0
+				wait = SettleWait
 			}
 		}
 		if len(hs) == 0 {
 			wait = UnseenWait
 		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(wait)
-		}
-		if wait == 0 || time.Now().After(deadline) {
+		// Each look measures its allowance from the first, so that a
+		// holder seen late as closing gets the whole of ClosingWait.
+		if time.Since(first) > wait {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -18,7 +18,8 @@ import (
 // TestLockHolder is the child of TestLockWaitsForClosing: it locks the
 // file IOVFS_LOCK_FILE for writing, marks itself closing if
 // IOVFS_LOCK_CLOSING is set, says "locked", and lets go (exits) once its
-// standard input ends.
+// standard input ends. With IOVFS_LOCK_CLOSING=late it marks itself
+// closing only after reading a first line.
 func TestLockHolder(t *testing.T) {
 	name := os.Getenv("IOVFS_LOCK_FILE")
 	if name == "" {
@@ -31,13 +32,21 @@ func TestLockHolder(t *testing.T) {
 	if err := diskimage.Lock(f, true, name); err != nil {
 		t.Fatal(err)
 	}
-	if os.Getenv("IOVFS_LOCK_CLOSING") != "" {
+	closing := os.Getenv("IOVFS_LOCK_CLOSING")
+	if closing == "1" {
 		if err := diskimage.MarkClosing(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	os.Stdout.WriteString("locked\n")
-	bufio.NewReader(os.Stdin).ReadString('\n')
+	in := bufio.NewReader(os.Stdin)
+	if closing == "late" {
+		in.ReadString('\n')
+		if err := diskimage.MarkClosing(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in.ReadString('\n')
 	os.Exit(0)
 }
 
@@ -50,12 +59,9 @@ func TestLockWaitsForClosing(t *testing.T) {
 	if err := os.WriteFile(img, make([]byte, 4096), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	holder := func(closing bool) (*exec.Cmd, io.WriteCloser) {
+	holder := func(closing string) (*exec.Cmd, io.WriteCloser) {
 		c := exec.Command(os.Args[0], "-test.run=^TestLockHolder$", "-test.count=1")
-		c.Env = append(os.Environ(), "IOVFS_LOCK_FILE="+img)
-		if closing {
-			c.Env = append(c.Env, "IOVFS_LOCK_CLOSING=1")
-		}
+		c.Env = append(os.Environ(), "IOVFS_LOCK_FILE="+img, "IOVFS_LOCK_CLOSING="+closing)
 		stdin, err := c.StdinPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -81,7 +87,7 @@ func TestLockWaitsForClosing(t *testing.T) {
 	defer f.Close()
 
 	// A holder that is not closing: refused at once, naming it.
-	c, stdin := holder(false)
+	c, stdin := holder("")
 	start := time.Now()
 	err = diskimage.Lock(f, true, img)
 	if !errors.Is(err, syscall.EBUSY) || !strings.Contains(err.Error(), img) || !strings.Contains(err.Error(), "pid ") {
@@ -95,7 +101,7 @@ func TestLockWaitsForClosing(t *testing.T) {
 
 	// A holder closing the image: Lock waits and then holds it. The
 	// holder lets go only after Lock has seen it hold the lock.
-	c, stdin = holder(true)
+	c, stdin = holder("1")
 	done := make(chan error, 1)
 	go func() { done <- diskimage.Lock(f, true, img) }()
 	select {
@@ -111,6 +117,33 @@ func TestLockWaitsForClosing(t *testing.T) {
 		}
 	case <-time.After(diskimage.ClosingWait):
 		t.Fatal("Lock did not return after the closing holder exited")
+	}
+	c.Wait()
+	f.Close() // lets go of the lock just taken
+
+	// A holder that marks itself closing a moment after Lock first looks
+	// (an iovfs mount learning of the kernel's unmount after umount(8)
+	// has returned): Lock waits for it too.
+	c, stdin = holder("late")
+	if f, err = os.OpenFile(img, os.O_RDWR, 0); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- diskimage.Lock(f, true, img) }()
+	time.Sleep(diskimage.SettleWait / 3)
+	io.WriteString(stdin, "closing\n")
+	select {
+	case err := <-done:
+		t.Fatalf("Lock returned %v while the holder, now closing, still held the image", err)
+	case <-time.After(diskimage.SettleWait * 2):
+	}
+	stdin.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Lock after the late-closing holder let go: %v", err)
+		}
+	case <-time.After(diskimage.ClosingWait):
+		t.Fatal("Lock did not return after the late-closing holder exited")
 	}
 	c.Wait()
 }
