@@ -314,7 +314,7 @@ func (c *copier) run(operands []string) int {
 		// only wait for it, and handing each file to one costs a
 		// wake-up of another thread. The walk copies them itself.
 		workers = 0
-		c.inline = make([]byte, 1<<20)
+		c.inline = make([]byte, raArena)
 	}
 	for range workers {
 		c.wg.Go(func() {

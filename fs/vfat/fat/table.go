@@ -3,6 +3,14 @@ package fat
 // The file allocation table, kept in memory (the first FAT's bytes as
 // far as the clusters reach) and written back to every FAT copy where it
 // changed, a run of adjacent changed sectors at a time.
+//
+// A large FAT32 table whose FSInfo sector gives a free count is read a
+// chunk at a time, when an entry of the chunk is first needed, as Linux
+// reads the FAT through its buffer cache: opening a volume then costs
+// no more than the chunks its work touches, not the whole FAT (2 MiB on
+// a 256 MiB volume). The free count starts from FSInfo's, as Linux's
+// does, and is counted over the whole table when it must be exact: for
+// statfs, and before an allocation it would refuse.
 
 import (
 	"encoding/binary"
@@ -15,29 +23,88 @@ const (
 	badMark = 0x0ffffff7
 )
 
+// The table is used under its Volume's lock.
 type table struct {
 	g     *geometry
+	dev   Device
 	n     int    // bytes of the FAT kept: entries 0 .. clusters+1
 	b     []byte // the first FAT's n bytes, and slack for FAT12's word reads
 	dirty []uint64
-	free  uint32 // free clusters
+	free  uint32 // free clusters: counted, or FSInfo's count kept up to date
+	exact bool   // free was counted over the whole table
 	next  uint32 // where the next search for a free cluster starts
+
+	// A lazy table reads its chunks (fatChunk bytes of b) when first
+	// needed; loaded has a bit per chunk read. A chunk that cannot be
+	// read reads as bad clusters, and broken makes every later write
+	// of the table fail, so that those marks never reach the device.
+	lazy   bool
+	loaded []uint64
+	broken bool
 }
 
-func (t *table) load(dev Device) error {
+// fatChunk is the unit of a lazy table's reads; lazyMin is the smallest
+// table read lazily (smaller ones are read whole at once).
+const (
+	fatChunk = 64 << 10
+	lazyMin  = 4 * fatChunk
+)
+
+// load sets the table up from dev: whole, or lazily when it is a FAT32
+// table of at least lazyMin bytes and free is FSInfo's valid free count
+// (hinted).
+func (t *table) load(dev Device, free uint32, hinted bool) error {
 	g := t.g
 	n := ((int64(g.clusters)+2)*int64(g.bits) + 7) / 8
 	n = min(n, g.fatSectors*int64(g.bps))
 	t.n = int(n)
+	t.dev = dev
 	t.b = make([]byte, n+4)
+	t.dirty = make([]uint64, (n/int64(g.bps))/64+1)
+	t.next = 2
+	if g.bits == 32 && n >= lazyMin && hinted && free <= g.clusters {
+		t.lazy = true
+		t.loaded = make([]uint64, (n+fatChunk-1)/fatChunk/64+1)
+		t.free = free
+		return nil
+	}
 	prefault(t.b)
 	if _, err := dev.ReadAt(t.b[:n], g.fatStart); err != nil {
 		return syscall.EIO
 	}
-	t.dirty = make([]uint64, (n/int64(g.bps))/64+1)
 	t.free = t.countFree()
-	t.next = 2
+	t.exact = true
 	return nil
+}
+
+// fill reads chunk k of a lazy table, once.
+func (t *table) fill(k int) {
+	if t.loaded[k/64]&(1<<(k%64)) != 0 {
+		return
+	}
+	t.loaded[k/64] |= 1 << (k % 64)
+	lo := k * fatChunk
+	hi := min(lo+fatChunk, t.n)
+	b := t.b[lo:hi]
+	prefault(b)
+	if _, err := t.dev.ReadAt(b, t.g.fatStart+int64(lo)); err != nil {
+		for o := 0; o+4 <= len(b); o += 4 {
+			binary.LittleEndian.PutUint32(b[o:], badMark)
+		}
+		t.broken = true
+	}
+}
+
+// exactFree makes free exact, reading what a lazy table has not read.
+func (t *table) exactFree() {
+	if t.exact {
+		return
+	}
+	for k := 0; k*fatChunk < t.n; k++ {
+		t.fill(k)
+	}
+	t.free = t.countFree()
+	t.exact = true
 }
 
 // countFree counts the free entries of clusters 2 .. clusters+1 (the
@@ -98,6 +165,9 @@ func (t *table) get(c uint32) uint32 {
 			return badMark
 		}
 	default:
+		if t.lazy {
+			t.fill(int(c) * 4 / fatChunk)
+		}
 		v = binary.LittleEndian.Uint32(t.b[c*4:]) & 0x0fffffff
 		if v >= 0x0ffffff8 {
 			return eocMark
@@ -169,7 +239,10 @@ func (t *table) chain(first uint32) ([]uint32, error) {
 // clusters, or ENOSPC taking none.
 func (t *table) alloc(n int, after uint32) ([]uint32, error) {
 	if uint32(n) > t.free {
-		return nil, syscall.ENOSPC
+		t.exactFree() // FSInfo's count may have been low
+		if uint32(n) > t.free {
+			return nil, syscall.ENOSPC
+		}
 	}
 	out := make([]uint32, 0, n)
 	c := t.next
@@ -183,6 +256,7 @@ func (t *table) alloc(n int, after uint32) ([]uint32, error) {
 		c++
 	}
 	if len(out) < n {
+		t.exactFree() // FSInfo's count was high: callers use free next
 		return nil, syscall.ENOSPC
 	}
 	for i, c := range out {
@@ -209,6 +283,9 @@ func (t *table) freeChain(cs []uint32) {
 // flush writes the changed sectors to every FAT copy: a run of adjacent
 // changed sectors in one write per copy.
 func (t *table) flush(dev Device) error {
+	if t.broken {
+		return syscall.EIO
+	}
 	g := t.g
 	bps := int64(g.bps)
 	sectors := len(t.dirty) * 64

@@ -112,7 +112,8 @@ func Open(dev Device, o Options) (*Volume, error) {
 		v.wbDelay = defaultWriteback
 	}
 	v.fat.g = g
-	if err := v.fat.load(dev); err != nil {
+	free, hinted := fsinfoFree(dev, g)
+	if err := v.fat.load(dev, free, hinted); err != nil {
 		return nil, err
 	}
 	v.root = &Node{root: true, isDir: true, attr: AttrDir, off: -1}
@@ -167,7 +168,26 @@ func (v *Volume) Root() *Node { return v.root }
 func (v *Volume) Info() Info {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.fat.exactFree()
 	return Info{Bits: v.g.bits, ClusterSize: v.g.clusterSize, Clusters: v.g.clusters, Free: v.fat.free, Serial: v.g.serial, Label: v.g.label}
+}
+
+// fsinfoFree returns the free count of FAT32's FSInfo sector, and
+// whether there is one: a sector with its three signatures and a count
+// no larger than the volume's clusters (0xffffffff is "unknown").
+func fsinfoFree(dev Device, g *geometry) (uint32, bool) {
+	if g.bits != 32 || g.fsinfo == 0 {
+		return 0, false
+	}
+	b := make([]byte, 512)
+	if _, err := dev.ReadAt(b, g.fsinfo); err != nil {
+		return 0, false
+	}
+	if binary.LittleEndian.Uint32(b[0:]) != 0x41615252 || binary.LittleEndian.Uint32(b[484:]) != 0x61417272 || binary.LittleEndian.Uint32(b[508:]) != 0xaa550000 {
+		return 0, false
+	}
+	free := binary.LittleEndian.Uint32(b[488:])
+	return free, free <= g.clusters
 }
 
 func (v *Volume) tail() uint32 {
