@@ -100,17 +100,28 @@ examples:
   iovfs chown 0:0 disk.img:/etc/passwd
   iovfs chown 1000 disk.img:/home/user
 `,
-	"touch": `usage: iovfs touch IMAGE[@PART]:PATH...
+	"touch": `usage: iovfs touch [-acm] [-d DATE | -r REF | -t STAMP] IMAGE[@PART]:PATH...
 
-Sets the access and modification times of files in a disk image to now,
-creating missing ones empty, as touch(1) does. The image is written under
-its lock.
+Sets the access and modification times of files in a disk image to now (or
+to the time given), creating missing ones empty, as touch(1) does. The
+image is written under its lock.
 
 options:
-  -h, --help  show this help
+  -a                   change only the access time
+  -m                   change only the modification time
+  -c, --no-create      do not create missing files
+  -d, --date=DATE      use DATE: @SECONDS[.FRACTION] (seconds since the
+                       epoch), YYYY-MM-DD, or YYYY-MM-DD[ T]hh:mm[:ss[.frac]]
+                       with an optional Z or +hh:mm zone (local time
+                       otherwise), or now
+  -r, --reference=REF  use the times of REF, a host file or IMAGE[@PART]:PATH
+  -t STAMP             use [[CC]YY]MMDDhhmm[.ss], local time
+  -h, --help           show this help
 
 examples:
   iovfs touch disk.img:/etc/.updated
+  iovfs touch -d @$SOURCE_DATE_EPOCH disk.img:/etc/os-release
+  iovfs touch -r /etc/hostname disk.img:/etc/hostname
 `,
 }
 
@@ -147,7 +158,21 @@ func (e *editor) resolve(op string, follow bool) (*diskimage.Image, string, erro
 func runEdit(name string, args []string, stdout, stderr io.Writer) int {
 	flags := map[rune]bool{}
 	var operands []string
-	allowed := map[string]string{"mkdir": "p", "rm": "rfR", "ln": "s"}[name]
+	allowed := map[string]string{"mkdir": "p", "rm": "rfR", "ln": "s", "touch": "amc"}[name]
+	var tf touchFlags
+	if name == "touch" {
+		var err error
+		if args, err = tf.parse(args); err != nil {
+			return usageError(stderr, name, err.Error())
+		}
+		// A bad DATE or STAMP is refused before any image is opened.
+		if tf.ref == "" {
+			if _, _, err := tf.times(nil); err != nil {
+				fmt.Fprintf(stderr, "iovfs %s: %v\n", name, err)
+				return 1
+			}
+		}
+	}
 	for i, a := range args {
 		if a == "--" {
 			operands = append(operands, args[i+1:]...)
@@ -254,8 +279,21 @@ func runEdit(name string, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	case "touch":
+		at, mt, err := tf.times(e)
+		if err != nil {
+			e.fail("%v", err)
+			break
+		}
+		if flags['a'] || flags['m'] {
+			if !flags['a'] {
+				at = time.Time{}
+			}
+			if !flags['m'] {
+				mt = time.Time{}
+			}
+		}
 		for _, op := range operands {
-			e.touch(op)
+			e.touch(op, at, mt, flags['c'])
 		}
 	}
 	if err := closeImages(); err != nil {
@@ -431,26 +469,240 @@ func (e *editor) ln(target, link string, symbolic bool) {
 	}
 }
 
-func (e *editor) touch(op string) {
+// touch sets the times of op to at and mt (a zero time: left alone),
+// creating it empty when it is missing, unless noCreate.
+func (e *editor) touch(op string, at, mt time.Time, noCreate bool) {
 	_, np, err := e.resolve(op, true)
 	if errors.Is(err, syscall.ENOENT) {
+		if noCreate {
+			return
+		}
 		_, np, err = e.resolve(op, false)
 	}
 	if err != nil {
 		e.fail("cannot touch '%s': %s", op, errMsg(unwrapErrno(err)))
 		return
 	}
-	fd, err := e.p.Open(np, unix.O_WRONLY|unix.O_CREAT|unix.O_NONBLOCK, 0o666)
-	if err != nil {
-		if !errors.Is(err, syscall.EISDIR) {
-			e.fail("cannot touch '%s': %s", op, errMsg(unwrapErrno(err)))
-			return
+	if !noCreate {
+		fd, err := e.p.Open(np, unix.O_WRONLY|unix.O_CREAT|unix.O_NONBLOCK, 0o666)
+		if err != nil {
+			if !errors.Is(err, syscall.EISDIR) {
+				e.fail("cannot touch '%s': %s", op, errMsg(unwrapErrno(err)))
+				return
+			}
+		} else {
+			e.p.Close(fd)
 		}
-	} else {
-		e.p.Close(fd)
 	}
-	now := time.Now()
-	if err := e.p.Utimes(np, now, now); err != nil {
+	if err := e.p.Utimes(np, at, mt); err != nil && !(noCreate && errors.Is(err, syscall.ENOENT)) {
 		e.fail("setting times of '%s': %s", op, errMsg(unwrapErrno(err)))
 	}
+}
+
+// touchFlags are touch's options that take a value.
+type touchFlags struct {
+	date, ref, stamp string
+	set              int // how many of the three were given
+}
+
+// parse takes -d, -r and -t (and their long forms, and --no-create, which
+// becomes -c) out of args and returns the rest.
+func (f *touchFlags) parse(args []string) ([]string, error) {
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i:]...)
+			break
+		}
+		var dst *string
+		var val string
+		hasVal := false
+		switch {
+		case a == "--no-create":
+			rest = append(rest, "-c")
+			continue
+		case a == "-d" || a == "--date":
+			dst = &f.date
+		case a == "-r" || a == "--reference":
+			dst = &f.ref
+		case a == "-t":
+			dst = &f.stamp
+		case strings.HasPrefix(a, "--date="):
+			dst, val, hasVal = &f.date, a[len("--date="):], true
+		case strings.HasPrefix(a, "--reference="):
+			dst, val, hasVal = &f.ref, a[len("--reference="):], true
+		case len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a, "drt"):
+			// Clustered short options: -cd DATE, -mdDATE.
+			k := strings.IndexAny(a, "drt")
+			if k > 1 {
+				rest = append(rest, a[:k])
+			}
+			dst = map[byte]*string{'d': &f.date, 'r': &f.ref, 't': &f.stamp}[a[k]]
+			if k+1 < len(a) {
+				val, hasVal = a[k+1:], true
+			}
+		default:
+			rest = append(rest, a)
+			continue
+		}
+		if !hasVal {
+			if i+1 == len(args) {
+				return nil, fmt.Errorf("option requires an argument -- '%s'", strings.TrimLeft(a, "-"))
+			}
+			i++
+			val = args[i]
+		}
+		*dst = val
+		f.set++
+	}
+	if f.set > 1 {
+		return nil, fmt.Errorf("cannot specify times from more than one source")
+	}
+	return rest, nil
+}
+
+// times returns the access and modification times the options give:
+// now when none does. e (nil unless REF was given) reads REF.
+func (f *touchFlags) times(e *editor) (time.Time, time.Time, error) {
+	switch {
+	case f.date != "":
+		t, err := parseTouchDate(f.date, time.Now())
+		return t, t, err
+	case f.stamp != "":
+		t, err := parseTouchStamp(f.stamp, time.Now())
+		return t, t, err
+	case f.ref != "":
+		var st vfs.Stat
+		var err error
+		if _, _, ok := splitImageOperand(f.ref); ok {
+			var np string
+			spec, _, _ := splitImageOperand(f.ref)
+			if e.images[spec] == nil {
+				im, aerr := attachImage(e.p, spec, "", false)
+				if aerr != nil {
+					return time.Time{}, time.Time{}, aerr
+				}
+				e.images[spec] = im
+			}
+			if _, np, err = e.resolve(f.ref, true); err == nil {
+				st, err = e.p.Stat(np)
+			}
+		} else {
+			var hst unix.Stat_t
+			if err = unix.Stat(f.ref, &hst); err == nil {
+				st.Atime = time.Unix(hst.Atim.Unix())
+				st.Mtime = time.Unix(hst.Mtim.Unix())
+			}
+		}
+		if err != nil {
+			return time.Time{}, time.Time{}, fmt.Errorf("failed to get attributes of '%s': %s", f.ref, errMsg(unwrapErrno(err)))
+		}
+		return st.Atime, st.Mtime, nil
+	}
+	now := time.Now()
+	return now, now, nil
+}
+
+// parseTouchDate parses touch -d's DATE: @SECONDS[.FRACTION], now,
+// YYYY-MM-DD (midnight), or YYYY-MM-DD hh:mm[:ss[.frac]] (a T may stand
+// for the space) with an optional zone: Z, UTC, +hh:mm, +hhmm. Without a
+// zone the time is local.
+func parseTouchDate(s string, now time.Time) (time.Time, error) {
+	bad := fmt.Errorf("invalid date format '%s'", s)
+	v := strings.TrimSpace(s)
+	if v == "now" {
+		return now, nil
+	}
+	if rest, ok := strings.CutPrefix(v, "@"); ok {
+		sec, frac, _ := strings.Cut(rest, ".")
+		n, err := strconv.ParseInt(sec, 10, 64)
+		if err != nil || sec == "" || strings.HasPrefix(sec, "+") {
+			return time.Time{}, bad
+		}
+		var ns int64
+		if frac != "" {
+			if len(frac) > 9 {
+				frac = frac[:9]
+			}
+			f, err := strconv.ParseUint(frac, 10, 32)
+			if err != nil {
+				return time.Time{}, bad
+			}
+			ns = int64(f)
+			for range 9 - len(frac) {
+				ns *= 10
+			}
+			if n < 0 || strings.HasPrefix(sec, "-") {
+				ns = -ns
+			}
+		}
+		return time.Unix(n, ns), nil
+	}
+	loc := time.Local
+	switch {
+	case strings.HasSuffix(v, "Z"):
+		v, loc = strings.TrimSuffix(v, "Z"), time.UTC
+	case strings.HasSuffix(v, " UTC"):
+		v, loc = strings.TrimSuffix(v, " UTC"), time.UTC
+	}
+	v = strings.Replace(v, "T", " ", 1)
+	for _, layout := range []string{"2006-01-02 15:04:05.999999999-07:00", "2006-01-02 15:04:05.999999999 -07:00", "2006-01-02 15:04:05.999999999-0700", "2006-01-02 15:04:05.999999999 -0700", "2006-01-02 15:04-07:00", "2006-01-02 15:04 -07:00"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, nil
+		}
+	}
+	for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, v, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, bad
+}
+
+// parseTouchStamp parses touch -t's [[CC]YY]MMDDhhmm[.ss] in local time;
+// a two-digit year is 1969..2068, as POSIX says.
+func parseTouchStamp(s string, now time.Time) (time.Time, error) {
+	bad := fmt.Errorf("invalid date format '%s'", s)
+	main, sec, hasSec := strings.Cut(s, ".")
+	digits := func(x string) bool {
+		for _, c := range x {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+		return x != ""
+	}
+	if !digits(main) || hasSec && (len(sec) != 2 || !digits(sec)) {
+		return time.Time{}, bad
+	}
+	year := now.Year()
+	switch len(main) {
+	case 8:
+	case 10:
+		yy, _ := strconv.Atoi(main[:2])
+		year = 1900 + yy
+		if yy < 69 {
+			year = 2000 + yy
+		}
+		main = main[2:]
+	case 12:
+		year, _ = strconv.Atoi(main[:4])
+		main = main[4:]
+	default:
+		return time.Time{}, bad
+	}
+	num := func(i int) int { n, _ := strconv.Atoi(main[i : i+2]); return n }
+	mon, day, hh, mm := num(0), num(2), num(4), num(6)
+	ss := 0
+	if hasSec {
+		ss, _ = strconv.Atoi(sec)
+	}
+	t := time.Date(year, time.Month(mon), day, hh, mm, ss, 0, time.Local)
+	// time.Date normalises out-of-range fields; touch refuses them
+	// (a second of 60 is a leap second and allowed).
+	if mon < 1 || mon > 12 || t.Day() != day && ss != 60 || hh > 23 || mm > 59 || ss > 60 {
+		return time.Time{}, bad
+	}
+	return t, nil
 }
