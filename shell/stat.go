@@ -46,8 +46,8 @@ func runStat(c *cmd, f flags, ops []string) int {
 	return status
 }
 
-// statText is GNU stat's default output (Birth is "-": the VFS's stat
-// has no birth time).
+// statText is GNU stat's default output (Birth is "-" where the file
+// system keeps no creation time).
 func statText(p *vfs.Proc, name string, st vfs.Stat) string {
 	var b strings.Builder
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
@@ -66,7 +66,11 @@ func statText(p *vfs.Proc, name string, st vfs.Stat) string {
 	fmt.Fprintf(&b, "Access: (%04o/%s)  Uid: (%5d/%8s)   Gid: (%5d/%8s)\n", st.Mode&0o7777, modeString(st.Mode),
 		st.Uid, statName(p, "/etc/passwd", st.Uid), st.Gid, statName(p, "/etc/group", st.Gid))
 	tf := "2006-01-02 15:04:05.000000000 -0700"
-	fmt.Fprintf(&b, "Access: %s\nModify: %s\nChange: %s\n Birth: -\n", st.Atime.Local().Format(tf), st.Mtime.Local().Format(tf), st.Ctime.Local().Format(tf))
+	birth := "-"
+	if !st.Btime.IsZero() {
+		birth = st.Btime.Local().Format(tf)
+	}
+	fmt.Fprintf(&b, "Access: %s\nModify: %s\nChange: %s\n Birth: %s\n", st.Atime.Local().Format(tf), st.Mtime.Local().Format(tf), st.Ctime.Local().Format(tf), birth)
 	return b.String()
 }
 
@@ -165,9 +169,17 @@ func statFormat(p *vfs.Proc, format, name string, st vfs.Stat) string {
 		case 'U':
 			str(statName(p, "/etc/passwd", st.Uid))
 		case 'w':
-			str("-")
+			if st.Btime.IsZero() {
+				str("-")
+			} else {
+				str(ts(st.Btime))
+			}
 		case 'W':
-			num(0)
+			if st.Btime.IsZero() {
+				num(0)
+			} else {
+				epoch(st.Btime)
+			}
 		case 'x':
 			str(ts(st.Atime))
 		case 'X':
