@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -130,5 +131,53 @@ func TestCpIntoVFATKilled(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "Dirty bit is set") {
 		t.Errorf("the copy was not killed midway (no dirty bit):\n%s", out)
+	}
+}
+
+// rchar returns the bytes this process has read by system calls so far.
+func rchar(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Skipf("no /proc/self/io: %v", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "rchar: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	t.Fatal("no rchar in /proc/self/io")
+	return 0
+}
+
+// TestLargeFATReadLazily: listing and copying into a 16 GiB FAT32 image
+// (an 8 MiB FAT) reads a small part of its FAT, as Linux's vfat does.
+func TestLargeFATReadLazily(t *testing.T) {
+	testenv.RequireTool(t, "mkfs.fat", "fsck.fat")
+	img := filepath.Join(t.TempDir(), "big.img")
+	if err := os.WriteFile(img, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 16<<30); err != nil {
+		t.Skipf("no sparse 16 GiB file here: %v", err)
+	}
+	if out, err := exec.Command("mkfs.fat", "-F", "32", img).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.fat: %v\n%s", err, out)
+	}
+	src := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(src, []byte("hello\n"), 0o644)
+	before := rchar(t)
+	var o, e strings.Builder
+	if st := run([]string{"cp", src, img + ":/f"}, &o, &e); st != 0 {
+		t.Fatalf("cp: %d %s", st, e.String())
+	}
+	if st := run([]string{"ls", "-l", img + ":/"}, &o, &e); st != 0 || !strings.Contains(o.String(), " f\n") {
+		t.Fatalf("ls: %d %s%s", st, o.String(), e.String())
+	}
+	if n := rchar(t) - before; n > 1<<20 {
+		t.Errorf("a copy of one file and an ls -l read %d bytes of a 16 GiB image with an 8 MiB FAT", n)
+	}
+	if out, err := exec.Command("fsck.fat", "-n", img).CombinedOutput(); err != nil {
+		t.Errorf("fsck.fat -n: %v\n%s", err, out)
 	}
 }

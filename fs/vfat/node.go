@@ -64,7 +64,7 @@ func (x *node) Stat() (vfs.Stat, error) {
 	if err != nil {
 		return vfs.Stat{}, err
 	}
-	cl := int64(x.fs.vol.Info().ClusterSize)
+	cl := int64(x.fs.vol.ClusterSize())
 	st := vfs.Stat{
 		Ino:     x.ino,
 		Mode:    x.mode(s.Attr, s.IsDir),

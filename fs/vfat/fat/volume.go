@@ -164,7 +164,11 @@ func (v *Volume) setState(dirty bool) error {
 // Root returns the root directory.
 func (v *Volume) Root() *Node { return v.root }
 
-// Info returns the volume's geometry and free count.
+// ClusterSize returns the volume's cluster size in bytes.
+func (v *Volume) ClusterSize() int { return int(v.g.clusterSize) }
+
+// Info returns the volume's geometry and free count (exact: a lazily
+// read FAT is read whole the first time, as statfs does on Linux).
 func (v *Volume) Info() Info {
 	v.mu.Lock()
 	defer v.mu.Unlock()
