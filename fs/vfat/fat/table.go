@@ -84,6 +84,9 @@ func (t *table) fill(k int) {
 	}
 	t.loaded[k/64] |= 1 << (k % 64)
 	lo := k * fatChunk
+	if lo >= t.n {
+		return
+	}
 	hi := min(lo+fatChunk, t.n)
 	b := t.b[lo:hi]
 	prefault(b)
