@@ -271,3 +271,67 @@ func TestMountFlockListed(t *testing.T) {
 		t.Errorf("iovfs mount after SIGTERM: %v", err)
 	}
 }
+
+// TestMountClosingAtLazyUnmount: an iovfs mount unmounted lazily while a
+// request is still running in it (a lock wait) marks itself closing as
+// soon as the mount leaves the table, so that a mount of the same image
+// waits for it instead of refusing the image; it exits, the image clean,
+// once the last user lets go.
+func TestMountClosingAtLazyUnmount(t *testing.T) {
+	testenv.RequireRoot(t, "FUSE mounts need root")
+	testenv.RequireTool(t, "mke2fs", "e2fsck")
+	dir := t.TempDir()
+	img := filepath.Join(dir, "disk.img")
+	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", img, "16M").CombinedOutput(); err != nil {
+		t.Fatalf("mke2fs: %v\n%s", err, out)
+	}
+	mnt := filepath.Join(dir, "m")
+	os.Mkdir(mnt, 0o755)
+	c, out := startMount(t, "-t", "ext4", img, mnt)
+	comm := func() string {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c.Process.Pid))
+		return strings.TrimSpace(string(b))
+	}
+	f1, err := os.Create(filepath.Join(mnt, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2, err := os.OpenFile(filepath.Join(mnt, "f"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk := unix.Flock_t{Type: unix.F_WRLCK}
+	if err := unix.FcntlFlock(f1.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		lk := unix.Flock_t{Type: unix.F_WRLCK}
+		waited <- unix.FcntlFlock(f2.Fd(), unix.F_OFD_SETLKW, &lk)
+	}()
+	time.Sleep(200 * time.Millisecond) // the wait reaches the server
+	if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for comm() != "iovfs-closing" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := comm(); got != "iovfs-closing" {
+		t.Errorf("iovfs mount, unmounted with a request still running: comm %q; want iovfs-closing", got)
+	}
+	f1.Close() // the waiting lock is granted
+	if err := <-waited; err != nil {
+		t.Errorf("the lock wait: %v", err)
+	}
+	f2.Close()
+	if o := out(); !strings.Contains(o, "was unmounted") {
+		t.Errorf("iovfs mount: %q", o)
+	}
+	if err := c.Wait(); err != nil {
+		t.Errorf("iovfs mount: %v", err)
+	}
+	if b, err := exec.Command("e2fsck", "-fn", img).CombinedOutput(); err != nil {
+		t.Errorf("e2fsck -fn: %v\n%s", err, b)
+	}
+}
