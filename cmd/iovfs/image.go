@@ -8,6 +8,7 @@ package main
 // inside it.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -351,7 +352,23 @@ func runImageTool(name string, args []string, stdout, stderr io.Writer) int {
 			return c.fail("%s: Is a directory", shown)
 		}
 	}
-	return runBuiltinOn(p, im.Target, name, flags, npath, img, stdout, c)
+	if name != "stat" {
+		return runBuiltinOn(p, im.Target, name, flags, npath, img, stdout, c)
+	}
+	// stat names the file as the user gave it, as GNU stat does; the
+	// builtin saw its path inside the image.
+	var out bytes.Buffer
+	st := runBuiltinOn(p, im.Target, name, flags, npath, img, &out, c)
+	rel := strings.TrimPrefix(strings.TrimPrefix(npath, im.Target), "/")
+	if rel == "" {
+		rel = "."
+	}
+	first, rest, _ := strings.Cut(out.String(), "\n")
+	if t, ok := strings.CutPrefix(first, "  File: "+rel); ok && (t == "" || strings.HasPrefix(t, " -> ")) {
+		first = "  File: " + shown + t
+	}
+	io.WriteString(stdout, first+"\n"+rest)
+	return st
 }
 
 // usageError reports a usage error as every iovfs command does: exit 2.
