@@ -37,6 +37,8 @@ type atimeWatch struct {
 	mu      sync.Mutex
 	stopW   int // the write end of the stop pipe, or -1
 	stopped sync.Once
+	// gone is closed when the watch sees the host mount leave the table.
+	gone chan struct{}
 }
 
 // hostAtimeFlags returns the atime flags of the host mount at mnt from
@@ -190,7 +192,8 @@ func (s *Server) watchAtime(root string) {
 			}
 			if fds[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0 {
 				if !s.resync(f) {
-					return // unmounted
+					close(s.atime.gone) // unmounted
+					return
 				}
 			}
 		}

@@ -220,7 +220,7 @@ func Mount(p *vfs.Proc, root, mountpoint string, opts Options) (*Server, error) 
 		base:     base,
 		mnt:      mountpoint,
 		hostMnt:  hostMnt,
-		atime:    atimeWatch{stopW: -1},
+		atime:    atimeWatch{stopW: -1, gone: make(chan struct{})},
 		entryTTL: ttl(opts.EntryTimeout),
 		attrTTL:  ttl(opts.AttrTimeout),
 		devFiles: opts.DevicesAsFiles,
@@ -398,6 +398,13 @@ const abandonWait = 2 * time.Second
 // Wait returns when the export has been unmounted, by Unmount or from
 // outside (umount(8)).
 func (s *Server) Wait() { s.srv.Wait() }
+
+// Unmounted returns a channel that is closed once the host mount has
+// left the mount table (umount(8), umount -l), as the server learns from
+// /proc/self/mountinfo: at once, where Wait returns only when every
+// request being served has returned. It is never closed if the server
+// could not watch the mount table, nor by Unmount.
+func (s *Server) Unmounted() <-chan struct{} { return s.atime.gone }
 
 // abortConnection aborts FUSE connection id through the fusectl file
 // system, mounting it at /sys/fs/fuse/connections for the moment if the

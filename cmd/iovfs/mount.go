@@ -176,8 +176,10 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	// mount of the same image that comes meanwhile waits for this process
 	// instead of refusing the image as in use.
 	go func() {
-		if watchUnmount(abs, done) {
+		select {
+		case <-srv.Unmounted():
 			diskimage.MarkClosing()
+		case <-done:
 		}
 	}()
 	fmt.Fprintf(stdout, "iovfs: %s %s mounted on %s (pid %d); SIGINT or SIGTERM unmounts\n", *typ, source, abs, os.Getpid())
@@ -375,65 +377,6 @@ func buildExport(typ, source string, flags uintptr, data string) (*vfs.Proc, str
 
 // isMountPoint reports whether something is mounted at dir, from
 // /proc/self/mountinfo (field 5 is the mount point, octal-escaped).
-// watchUnmount returns true once the newest fuse mount on dir (this
-// process's) has left the mount table, or false when stop closes first.
-// It waits in poll(2) on /proc/self/mountinfo, which the kernel wakes
-// at every change of the table.
-func watchUnmount(dir string, stop <-chan struct{}) bool {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	// fuseMounts returns the ids of the fuse mounts on dir, oldest first.
-	fuseMounts := func() []string {
-		b, err := os.ReadFile("/proc/self/mountinfo")
-		if err != nil {
-			return nil
-		}
-		var ids []string
-		for _, l := range strings.Split(string(b), "\n") {
-			fs := strings.Fields(l)
-			if len(fs) < 9 || unescapeMountinfo(fs[4]) != dir {
-				continue
-			}
-			if i := slices.Index(fs, "-"); i > 0 && i+1 < len(fs) && strings.HasPrefix(fs[i+1], "fuse") {
-				ids = append(ids, fs[0])
-			}
-		}
-		return ids
-	}
-	ids := fuseMounts()
-	if len(ids) == 0 {
-		return false
-	}
-	id := ids[len(ids)-1] // this process's mount, the newest
-	fd := int(f.Fd())
-	buf := make([]byte, 4096)
-	for {
-		// Reading the file to its end arms the next wake-up.
-		unix.Seek(fd, 0, 0)
-		for {
-			if n, err := unix.Read(fd, buf); n <= 0 || err != nil {
-				break
-			}
-		}
-		if !slices.Contains(fuseMounts(), id) {
-			return true
-		}
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
-		select {
-		case <-stop:
-			return false
-		default:
-		}
-		// A second at most, to see stop.
-		if _, err := unix.Poll(fds, 1000); err != nil && err != unix.EINTR {
-			return false
-		}
-	}
-}
-
 func isMountPoint(dir string) bool {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
