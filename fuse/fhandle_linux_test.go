@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -169,7 +170,7 @@ func fileHandleExport(t *testing.T, p *vfs.Proc, s *Server, root, mnt, host stri
 			out := fmt.Sprintf("mode %o nlink %d size %d", st.Mode, st.Nlink, st.Size)
 			if st.Mode&unix.S_IFMT == unix.S_IFDIR && flags&unix.O_PATH == 0 {
 				b := make([]byte, 4096)
-				n, err := unix.Getdents(fd, b)
+				n, err := testenv.KernelGetdents(fd, b)
 				var names []string
 				_, _, names = unix.ParseDirent(b[:max(n, 0)], -1, names)
 				slices.Sort(names)

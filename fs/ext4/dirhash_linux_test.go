@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,26 +54,6 @@ func (d memWDev) WriteAt(p []byte, off int64) (int, error) {
 }
 
 const rootIno = 2
-
-// kernelGetdents is getdents64 on the kernel's fd with every signal
-// blocked on the calling thread: filldir64 stops early when a signal is
-// pending (Go's preemption signals), which would make the kernel's answer
-// shorter than the buffer allows.
-func kernelGetdents(fd int, buf []byte) (int, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	all := unix.Sigset_t{}
-	for i := range all.Val {
-		all.Val[i] = ^uint64(0)
-	}
-	var old unix.Sigset_t
-	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &all, &old); err != nil {
-		return 0, err
-	}
-	n, err := unix.Getdents(fd, buf)
-	unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
-	return n, err
-}
 
 // hashDirNames are n names for a test directory: 1 to 200 bytes, some
 // with bytes above 0x7f (where the signed and unsigned hashes differ).
@@ -177,7 +156,7 @@ func getdentsDiff(t *testing.T, r *rand.Rand, kdir string, p *vfs.Proc, vdir str
 		// the buffer had it: both start zeroed.
 		clear(kb[:size])
 		clear(vb[:size])
-		kn, kerr := kernelGetdents(kfd, kb[:size])
+		kn, kerr := testenv.KernelGetdents(kfd, kb[:size])
 		vn, verr := p.Getdents64(vfd, vb[:size])
 		kn, vn = max(kn, 0), max(vn, 0)
 		st.calls++
@@ -530,7 +509,7 @@ func TestGetdentsDuringChanges(t *testing.T) {
 					size := []int{40, 100, 300, 1000, 4096}[r.Intn(5)]
 					clear(kb)
 					clear(vb)
-					kn, kerr := kernelGetdents(kfd, kb[:size])
+					kn, kerr := testenv.KernelGetdents(kfd, kb[:size])
 					vn, verr := p.Getdents64(vfd, vb[:size])
 					kn, vn = max(kn, 0), max(vn, 0)
 					calls++
@@ -603,7 +582,7 @@ func TestGetdentsDuringChanges(t *testing.T) {
 			must(t, unix.Rmdir(filepath.Join(kmnt, "gone")))
 			must(t, p.Rmdir("/mnt/gone"))
 			b := make([]byte, 1024)
-			_, kerr := kernelGetdents(kfd, b)
+			_, kerr := testenv.KernelGetdents(kfd, b)
 			_, verr := p.Getdents64(vfd, b)
 			unix.Close(kfd)
 			p.Close(vfd)
