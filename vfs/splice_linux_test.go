@@ -54,16 +54,25 @@ func (h hostSplice) open(name string, flags int) (int, error) {
 	}
 	return unix.Open(name, flags|unix.O_CLOEXEC, 0o644)
 }
-func (hostSplice) close(fd int) error                  { return unix.Close(fd) }
-func (hostSplice) read(fd int, b []byte) (int, error)  { return fixHost(unix.Read(fd, b)) }
+func (hostSplice) close(fd int) error { return unix.Close(fd) }
+func (hostSplice) read(fd int, b []byte) (n int, err error) {
+	testenv.WithSignalsBlocked(func() { n, err = unix.Read(fd, b) })
+	return fixHost(n, err)
+}
 func (hostSplice) write(fd int, b []byte) (int, error) { return fixHost(unix.Write(fd, b)) }
 func (hostSplice) ftruncate(fd int, size int64) error  { return unix.Ftruncate(fd, size) }
 func (hostSplice) fionread(fd int) (int, error)        { return fixHost(unix.IoctlGetInt(fd, unix.TIOCINQ)) }
 func (hostSplice) sendfile(o, i int, off *int64, n int) (int, error) {
-	return fixHost(unix.Sendfile(o, i, off, n))
+	var k int
+	var err error
+	testenv.WithSignalsBlocked(func() { k, err = unix.Sendfile(o, i, off, n) })
+	return fixHost(k, err)
 }
 func (hostSplice) pread(fd int, b []byte, off int64) (int, error) {
-	return fixHost(unix.Pread(fd, b, off))
+	var n int
+	var err error
+	testenv.WithSignalsBlocked(func() { n, err = unix.Pread(fd, b, off) })
+	return fixHost(n, err)
 }
 func (hostSplice) pwrite(fd int, b []byte, off int64) (int, error) {
 	return fixHost(unix.Pwrite(fd, b, off))
@@ -79,17 +88,24 @@ func (hostSplice) fcntl(fd, cmd, arg int) (int, error) {
 	return fixHost(unix.FcntlInt(uintptr(fd), cmd, arg))
 }
 func (hostSplice) preadv2(fd int, v [][]byte, off int64, flags int) (int, error) {
-	return fixHost(unix.Preadv2(fd, v, off, flags))
+	var n int
+	var err error
+	testenv.WithSignalsBlocked(func() { n, err = unix.Preadv2(fd, v, off, flags) })
+	return fixHost(n, err)
 }
 func (hostSplice) splice(rfd int, roff *int64, wfd int, woff *int64, n, flags int) (int64, error) {
-	k, err := unix.Splice(rfd, roff, wfd, woff, n, flags)
+	var k int64
+	var err error
+	testenv.WithSignalsBlocked(func() { k, err = unix.Splice(rfd, roff, wfd, woff, n, flags) })
 	if err != nil {
 		return 0, err
 	}
 	return k, nil
 }
 func (hostSplice) tee(rfd, wfd, n, flags int) (int64, error) {
-	k, err := unix.Tee(rfd, wfd, n, flags)
+	var k int64
+	var err error
+	testenv.WithSignalsBlocked(func() { k, err = unix.Tee(rfd, wfd, n, flags) })
 	if err != nil {
 		return 0, err
 	}

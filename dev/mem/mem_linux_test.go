@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/iovfs/iovfs"
+	"github.com/iovfs/iovfs/internal/testenv"
 	"github.com/iovfs/iovfs/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -35,13 +36,30 @@ type sys struct {
 
 func hostSys() sys {
 	return sys{
-		open:     func(path string, flags int) (int, error) { return unix.Open(path, flags|unix.O_CLOEXEC, 0) },
-		close:    unix.Close,
-		read:     unix.Read,
-		pread:    unix.Pread,
-		readv:    unix.Readv,
-		preadv:   unix.Preadv,
-		preadv2:  unix.Preadv2,
+		open:  func(path string, flags int) (int, error) { return unix.Open(path, flags|unix.O_CLOEXEC, 0) },
+		close: unix.Close,
+		// Reads of the host's /dev/zero stop after a page when a signal
+		// is pending: testenv.WithSignalsBlocked.
+		read: func(fd int, p []byte) (n int, err error) {
+			testenv.WithSignalsBlocked(func() { n, err = unix.Read(fd, p) })
+			return n, err
+		},
+		pread: func(fd int, p []byte, off int64) (n int, err error) {
+			testenv.WithSignalsBlocked(func() { n, err = unix.Pread(fd, p, off) })
+			return n, err
+		},
+		readv: func(fd int, v [][]byte) (n int, err error) {
+			testenv.WithSignalsBlocked(func() { n, err = unix.Readv(fd, v) })
+			return n, err
+		},
+		preadv: func(fd int, v [][]byte, off int64) (n int, err error) {
+			testenv.WithSignalsBlocked(func() { n, err = unix.Preadv(fd, v, off) })
+			return n, err
+		},
+		preadv2: func(fd int, v [][]byte, off int64, flags int) (n int, err error) {
+			testenv.WithSignalsBlocked(func() { n, err = unix.Preadv2(fd, v, off, flags) })
+			return n, err
+		},
 		write:    unix.Write,
 		pwrite:   unix.Pwrite,
 		writev:   unix.Writev,
