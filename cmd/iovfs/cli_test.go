@@ -307,9 +307,7 @@ func badInputFixtures(t *testing.T) string {
 	os.MkdirAll(filepath.Join(src, "d"), 0o755)
 	os.WriteFile(filepath.Join(src, "f"), []byte("f\n"), 0o644)
 	img := filepath.Join(dir, "ok.img")
-	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-d", src, img, "4M").CombinedOutput(); err != nil {
-		t.Fatalf("mke2fs: %v\n%s", err, out)
-	}
+	mkfsExt4(t, img, "4M", "-d", src)
 	return dir
 }
 
@@ -429,5 +427,15 @@ func TestRunNoCache(t *testing.T) {
 	runArgs("run", "--cachedir", cache, prog)
 	if ents, err := os.ReadDir(cache); err != nil || len(ents) == 0 {
 		t.Errorf("--cachedir %s: %v, %d entries", cache, err, len(ents))
+	}
+}
+
+// mkfsExt4 makes an ext4 image at img of size (mke2fs's notation), with
+// mke2fs's other options opts.
+func mkfsExt4(t *testing.T, img, size string, opts ...string) {
+	t.Helper()
+	args := append(append([]string{"-q", "-F", "-t", "ext4"}, opts...), img, size)
+	if out, err := exec.Command("mke2fs", args...).CombinedOutput(); err != nil {
+		t.Fatalf("mke2fs: %v\n%s", err, out)
 	}
 }

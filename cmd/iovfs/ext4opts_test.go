@@ -22,9 +22,7 @@ import (
 func TestExportExt4Options(t *testing.T) {
 	testenv.RequireTool(t, "mke2fs")
 	img := filepath.Join(t.TempDir(), "disk.img")
-	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", img, "16M").CombinedOutput(); err != nil {
-		t.Fatalf("mke2fs: %v\n%s", err, out)
-	}
+	mkfsExt4(t, img, "16M")
 	const opts = "data=journal,errors=remount-ro,commit=1,journal_checksum"
 	p, root, _, err := buildExport("ext4", img, 0, opts)
 	if err != nil {
@@ -74,9 +72,7 @@ func (d fileDev) Size() int64 {
 func TestImageToolsDirtyJournal(t *testing.T) {
 	testenv.RequireTool(t, "mke2fs")
 	img := filepath.Join(t.TempDir(), "disk.img")
-	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", img, "16M").CombinedOutput(); err != nil {
-		t.Fatalf("mke2fs: %v\n%s", err, out)
-	}
+	mkfsExt4(t, img, "16M")
 	f, err := os.OpenFile(img, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)

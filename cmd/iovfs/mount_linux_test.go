@@ -141,9 +141,7 @@ func TestMountExt4ReadWrite(t *testing.T) {
 	testenv.RequireRoot(t, "FUSE and kernel loop mounts need root")
 	dir := t.TempDir()
 	img := filepath.Join(dir, "disk.img")
-	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", img, "16M").CombinedOutput(); err != nil {
-		t.Fatalf("mke2fs: %v\n%s", err, out)
-	}
+	mkfsExt4(t, img, "16M")
 	src := filepath.Join(dir, "src")
 	os.MkdirAll(filepath.Join(src, "sub"), 0o755)
 	want := map[string][]byte{"a.txt": []byte("hello\n"), "sub/b.bin": bytes.Repeat([]byte{7, 8, 9}, 50000)}
@@ -190,9 +188,7 @@ func TestMountAgainAfterUmount(t *testing.T) {
 	testenv.RequireTool(t, "mke2fs", "e2fsck")
 	dir := t.TempDir()
 	img := filepath.Join(dir, "disk.img")
-	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", img, "64M").CombinedOutput(); err != nil {
-		t.Fatalf("mke2fs: %v\n%s", err, out)
-	}
+	mkfsExt4(t, img, "64M")
 	mnt1, mnt2 := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	os.Mkdir(mnt1, 0o755)
 	os.Mkdir(mnt2, 0o755)
@@ -282,9 +278,7 @@ func TestMountClosingAtLazyUnmount(t *testing.T) {
 	testenv.RequireTool(t, "mke2fs", "e2fsck")
 	dir := t.TempDir()
 	img := filepath.Join(dir, "disk.img")
-	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", img, "16M").CombinedOutput(); err != nil {
-		t.Fatalf("mke2fs: %v\n%s", err, out)
-	}
+	mkfsExt4(t, img, "16M")
 	mnt := filepath.Join(dir, "m")
 	os.Mkdir(mnt, 0o755)
 	c, out := startMount(t, "-t", "ext4", img, mnt)

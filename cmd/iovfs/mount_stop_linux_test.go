@@ -83,9 +83,7 @@ func newExport(t *testing.T, typ string) (img, mnt string) {
 	os.Mkdir(mnt, 0o755)
 	if typ == "ext4" {
 		img = filepath.Join(dir, "disk.img")
-		if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", img, "32M").CombinedOutput(); err != nil {
-			t.Fatalf("mke2fs: %v\n%s", err, out)
-		}
+		mkfsExt4(t, img, "32M")
 	}
 	return img, mnt
 }

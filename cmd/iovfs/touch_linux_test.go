@@ -26,9 +26,7 @@ func TestTouchGNU(t *testing.T) {
 	t.Setenv("TZ", "Europe/Paris")
 	dir := t.TempDir()
 	img := filepath.Join(dir, "e.img")
-	if out, err := exec.Command("mke2fs", "-q", "-F", "-t", "ext4", "-I", "256", img, "8M").CombinedOutput(); err != nil {
-		t.Fatalf("mke2fs: %v\n%s", err, out)
-	}
+	mkfsExt4(t, img, "8M", "-I", "256")
 	host := filepath.Join(dir, "host")
 	os.Mkdir(host, 0o755)
 	ref := filepath.Join(dir, "ref")
